@@ -1,0 +1,1 @@
+"""compactor package."""

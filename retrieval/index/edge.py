@@ -1,0 +1,151 @@
+"""The embedded backend: Qdrant Edge, Qdrant's engine in-process, on disk in the data dir."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import qdrant_edge as qe
+
+from ..errors import IndexUnavailableError
+from ..sparse import SparseVector
+from .base import DENSE, KEYWORD_FIELDS, RANKING_FIELDS, SPARSE, IndexFilter, IndexHit, IndexPoint, hit_from
+
+__all__ = ["EdgeIndex"]
+
+
+def _condition_filter(flt: IndexFilter) -> qe.Filter:
+    must: list[Any] = [qe.FieldCondition("visibility", match=qe.MatchAny(list(flt.visibility)))]
+    must.append(qe.FieldCondition("status", match=qe.MatchAny(list(flt.statuses))))
+    for key, value in (("bucket", flt.bucket), ("scope", flt.scope), ("path", flt.path), ("type", flt.memory_type)):
+        if value is not None:
+            must.append(qe.FieldCondition(key, match=qe.MatchValue(value)))
+    if flt.ids is not None:
+        must.append(qe.HasIdCondition(set(flt.ids)))
+    return qe.Filter(must=must)
+
+
+class EdgeIndex:
+    """A Qdrant Edge shard with a named dense vector and a BM25 sparse vector (IDF at query time)."""
+
+    backend = "edge"
+
+    def __init__(self, path: Path, dimension: int) -> None:
+        self.path = path
+        self.dimension = dimension
+        self._lock = threading.RLock()
+        self._shard = self._open()
+
+    def _config(self) -> qe.EdgeConfig:
+        return qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=self.dimension, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+
+    def _open(self) -> qe.EdgeShard:
+        try:
+            if self.path.exists() and any(self.path.iterdir()):
+                shard = qe.EdgeShard.load(str(self.path))
+            else:
+                shard = qe.EdgeShard.create(str(self.path), self._config())
+                for key in KEYWORD_FIELDS:
+                    shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
+        except Exception as error:  # the binding raises plain exceptions for every storage fault
+            raise IndexUnavailableError(f"cannot open the Qdrant Edge shard at {self.path}: {error}") from error
+        return shard
+
+    def upsert(self, points: Sequence[IndexPoint]) -> None:
+        if not points:
+            return
+        edge_points = [
+            qe.Point(
+                p.id,
+                {DENSE: p.dense.tolist(), SPARSE: qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))},
+                p.payload,
+            )
+            for p in points
+        ]
+        with self._lock:
+            self._shard.update(qe.UpdateOperation.upsert_points(edge_points))
+
+    def set_payloads(self, payloads: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        with self._lock:
+            for point_id, payload in payloads:
+                self._shard.update(qe.UpdateOperation.set_payload([point_id], payload))
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            with self._lock:
+                self._shard.update(qe.UpdateOperation.delete_points(list(ids)))
+
+    def search(
+        self,
+        dense: np.ndarray | None,
+        sparse: SparseVector | None,
+        flt: IndexFilter,
+        dense_limit: int,
+        sparse_limit: int,
+    ) -> tuple[list[IndexHit], list[IndexHit]]:
+        condition = _condition_filter(flt)
+        requests: list[qe.QueryRequest] = []
+        if dense is not None and dense_limit > 0:
+            requests.append(
+                qe.QueryRequest(
+                    limit=dense_limit, query=qe.Query.Nearest(dense.tolist(), using=DENSE), filter=condition,
+                    with_payload=RANKING_FIELDS,
+                )
+            )
+        if sparse is not None and sparse.indices and sparse_limit > 0:
+            query = qe.SparseVector(list(sparse.indices), list(sparse.values))
+            requests.append(
+                qe.QueryRequest(
+                    limit=sparse_limit, query=qe.Query.Nearest(query, using=SPARSE), filter=condition,
+                    with_payload=RANKING_FIELDS,
+                )
+            )
+        if not requests:
+            return [], []
+        results = self._shard.query_batch(qe.QueryBatchRequest(requests))
+        hits = [[hit_from(str(p.id), p.score, p.payload) for p in result] for result in results]
+        dense_hits = hits.pop(0) if dense is not None and dense_limit > 0 else []
+        sparse_hits = hits.pop(0) if hits else []
+        return dense_hits, sparse_hits
+
+    def dense_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        if not ids:
+            return {}
+        records = self._shard.retrieve(list(ids), with_payload=False, with_vector=[DENSE])
+        return {str(r.id): np.asarray(r.vector[DENSE], dtype=np.float32) for r in records}
+
+    def iter_ids(self) -> Iterator[str]:
+        offset = None
+        while True:
+            records, offset = self._shard.scroll(
+                qe.ScrollRequest(offset=offset, limit=1000, with_payload=False, with_vector=False)
+            )
+            for record in records:
+                yield str(record.id)
+            if offset is None:
+                return
+
+    def count(self) -> int:
+        return int(self._shard.count(qe.CountRequest(exact=True)))
+
+    def flush(self) -> None:
+        with self._lock:
+            self._shard.flush()
+
+    def reset(self) -> None:
+        with self._lock:
+            self._shard.close()
+            shutil.rmtree(self.path, ignore_errors=True)
+            self._shard = self._open()
+
+    def close(self) -> None:
+        with self._lock:
+            self._shard.flush()
+            self._shard.close()

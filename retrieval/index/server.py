@@ -1,0 +1,166 @@
+"""The server backend: a Qdrant server or cluster through qdrant-client (local mode in tests)."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from ..errors import IndexUnavailableError
+from ..sparse import SparseVector
+from .base import DENSE, KEYWORD_FIELDS, RANKING_FIELDS, SPARSE, IndexFilter, IndexHit, IndexPoint, hit_from
+
+__all__ = ["ServerIndex"]
+
+_FAULTS = (ResponseHandlingException, UnexpectedResponse, ConnectionError, OSError)
+
+
+def _condition_filter(flt: IndexFilter) -> models.Filter:
+    must: list[Any] = [
+        models.FieldCondition(key="visibility", match=models.MatchAny(any=list(flt.visibility))),
+        models.FieldCondition(key="status", match=models.MatchAny(any=list(flt.statuses))),
+    ]
+    for key, value in (("bucket", flt.bucket), ("scope", flt.scope), ("path", flt.path), ("type", flt.memory_type)):
+        if value is not None:
+            must.append(models.FieldCondition(key=key, match=models.MatchValue(value=value)))
+    if flt.ids is not None:
+        must.append(models.HasIdCondition(has_id=list(flt.ids)))
+    return models.Filter(must=must)
+
+
+class ServerIndex:
+    """One collection with a named dense vector and a BM25 sparse vector with the IDF modifier.
+
+    `location=":memory:"` or a `path` runs qdrant-client's local mode, which the tests use as the
+    stand-in for a server (the same client code runs against both).
+    """
+
+    backend = "server"
+
+    def __init__(
+        self,
+        dimension: int,
+        collection: str,
+        url: str | None = None,
+        api_key: str | None = None,
+        location: str | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.dimension = dimension
+        self.collection = collection
+        try:
+            if url is not None:
+                self._client = QdrantClient(url=url, api_key=api_key, timeout=10)
+            else:
+                self._client = QdrantClient(location=location, path=path)
+            self._ensure_collection()
+        except _FAULTS as error:
+            raise IndexUnavailableError(f"cannot reach Qdrant ({url or location or path}): {error}") from error
+
+    def _ensure_collection(self) -> None:
+        if self._client.collection_exists(self.collection):
+            return
+        self._client.create_collection(
+            self.collection,
+            vectors_config={DENSE: models.VectorParams(size=self.dimension, distance=models.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+        )
+        with warnings.catch_warnings():  # local mode warns that payload indexes are a server feature
+            warnings.simplefilter("ignore")
+            for key in KEYWORD_FIELDS:
+                self._client.create_payload_index(self.collection, key, models.PayloadSchemaType.KEYWORD)
+
+    def upsert(self, points: Sequence[IndexPoint]) -> None:
+        if not points:
+            return
+        structs = [
+            models.PointStruct(
+                id=p.id,
+                vector={
+                    DENSE: p.dense.tolist(),
+                    SPARSE: models.SparseVector(indices=list(p.sparse.indices), values=list(p.sparse.values)),
+                },
+                payload=p.payload,
+            )
+            for p in points
+        ]
+        self._call(self._client.upsert, self.collection, structs, wait=True)
+
+    def set_payloads(self, payloads: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        for point_id, payload in payloads:
+            self._call(self._client.set_payload, self.collection, payload=payload, points=[point_id], wait=True)
+
+    def delete(self, ids: Sequence[str]) -> None:
+        if ids:
+            self._call(self._client.delete, self.collection, points_selector=models.PointIdsList(points=list(ids)))
+
+    def search(
+        self,
+        dense: np.ndarray | None,
+        sparse: SparseVector | None,
+        flt: IndexFilter,
+        dense_limit: int,
+        sparse_limit: int,
+    ) -> tuple[list[IndexHit], list[IndexHit]]:
+        condition = _condition_filter(flt)
+        requests: list[models.QueryRequest] = []
+        if dense is not None and dense_limit > 0:
+            requests.append(
+                models.QueryRequest(
+                    query=dense.tolist(), using=DENSE, limit=dense_limit, filter=condition, with_payload=RANKING_FIELDS,
+                )
+            )
+        if sparse is not None and sparse.indices and sparse_limit > 0:
+            query = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
+            requests.append(
+                models.QueryRequest(
+                    query=query, using=SPARSE, limit=sparse_limit, filter=condition, with_payload=RANKING_FIELDS,
+                )
+            )
+        if not requests:
+            return [], []
+        responses = self._call(self._client.query_batch_points, self.collection, requests=requests)
+        hits = [[hit_from(str(p.id), p.score, p.payload) for p in r.points] for r in responses]
+        dense_hits = hits.pop(0) if dense is not None and dense_limit > 0 else []
+        sparse_hits = hits.pop(0) if hits else []
+        return dense_hits, sparse_hits
+
+    def dense_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        if not ids:
+            return {}
+        records = self._call(self._client.retrieve, self.collection, ids=list(ids), with_vectors=[DENSE])
+        return {str(r.id): np.asarray(r.vector[DENSE], dtype=np.float32) for r in records}
+
+    def iter_ids(self) -> Iterator[str]:
+        offset = None
+        while True:
+            records, offset = self._call(
+                self._client.scroll, self.collection, limit=1000, offset=offset, with_payload=False, with_vectors=False
+            )
+            for record in records:
+                yield str(record.id)
+            if offset is None:
+                return
+
+    def count(self) -> int:
+        return int(self._call(self._client.count, self.collection, exact=True).count)
+
+    def flush(self) -> None:
+        """Writes wait for the server's acknowledgement; nothing is buffered here."""
+
+    def reset(self) -> None:
+        self._call(self._client.delete_collection, self.collection)
+        self._ensure_collection()
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _call(self, method, *args, **kwargs):  # type: ignore[no-untyped-def]
+        try:
+            return method(*args, **kwargs)
+        except _FAULTS as error:
+            raise IndexUnavailableError(f"Qdrant request failed: {error}") from error

