@@ -13,7 +13,7 @@ A candidate missing from a channel scores 0 in it. Ties break by id, so results 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from .index.base import IndexHit
@@ -67,13 +67,24 @@ def fuse_rrf(
     return _ranked(table, scores)
 
 
-def fuse_convex(dense: Sequence[IndexHit], bm25: Sequence[IndexHit], alpha: float) -> list[FusedCandidate]:
+def fuse_convex(
+    dense: Sequence[IndexHit],
+    bm25: Sequence[IndexHit],
+    alpha: float,
+    dense_fill: Mapping[str, float] | None = None,
+) -> list[FusedCandidate]:
     """alpha * dense_norm + (1 - alpha) * bm25_norm over the union, best first.
 
     Each channel is scaled from its theoretical minimum (cosine -1, BM25 0) to the best score it
     returned for this query, so both parts lie in [0, 1] and the best of each channel scores 1.
+    `dense_fill` gives the exact cosine of candidates only BM25 found; without it they would score
+    the dense minimum and a keyword-only hit could hardly win. A candidate only the dense channel
+    found scores 0 in BM25, which is close: it ranked below BM25's cut.
     """
     table = _channels(dense, bm25)
+    for memory_id, cosine in (dense_fill or {}).items():
+        if memory_id in table and table[memory_id][1] is None:
+            table[memory_id][1] = cosine
     best_dense = max((hit.score for hit in dense), default=0.0)
     best_bm25 = max((hit.score for hit in bm25), default=0.0)
     scores = {}

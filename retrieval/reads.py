@@ -33,7 +33,9 @@ __all__ = [
     "search_memory",
 ]
 
-Strategy = Literal["hybrid", "dense", "bm25"]
+# hybrid is the production ranking; the others are its channels alone, and plain equal-weight RRF
+# (k=60) as the baseline the evaluation compares against.
+Strategy = Literal["hybrid", "dense", "bm25", "rrf"]
 PACK_VERSION = "1"
 # Each channel contributes its top CANDIDATE_DEPTH (or 3x the items asked for, if more) to the union.
 CANDIDATE_DEPTH = 50
@@ -42,8 +44,9 @@ CANDIDATE_DEPTH = 50
 MIN_DENSE_MATCH = 0.15
 # The packer reads at most this many times max_items records down the ranking to fill the pack.
 PACK_WINDOW = 2
-# The default fusion, chosen by measurement on SciFact and LoCoMo (docs/evaluation.md).
-FUSION: dict[str, Any] = {"method": "rrf", "k": RRF_K, "dense_weight": 1.0, "bm25_weight": 1.0}
+# The default fusion, chosen by measurement on SciFact and LoCoMo (docs/evaluation.md): a convex
+# combination of theoretically normalised scores (TM2C2, Bruch et al. 2023), alpha on the dense side.
+FUSION: dict[str, Any] = {"method": "convex", "normalisation": "tm2c2", "alpha": 0.7}
 _QUERY_CACHE_SIZE = 1024
 
 
@@ -131,14 +134,22 @@ class _QueryVectors:
 _query_vectors = _QueryVectors()
 
 
-def _fuse(dense: list, bm25: list, strategy: Strategy) -> list[FusedCandidate]:  # type: ignore[type-arg]
+def _fuse(dense: list, bm25: list, strategy: Strategy, dense_fill: dict[str, float]) -> list[FusedCandidate]:  # type: ignore[type-arg]
     if strategy == "dense":
-        return fuse_rrf(dense, [], 1.0, 0.0)
+        return fuse_convex(dense, [], 1.0)
     if strategy == "bm25":
-        return fuse_rrf([], bm25, 0.0, 1.0)
-    if FUSION["method"] == "convex":
-        return fuse_convex(dense, bm25, FUSION["alpha"])
-    return fuse_rrf(dense, bm25, FUSION["dense_weight"], FUSION["bm25_weight"], FUSION["k"])
+        return fuse_convex([], bm25, 0.0)
+    if strategy == "rrf":
+        return fuse_rrf(dense, bm25, 1.0, 1.0, RRF_K)
+    return fuse_convex(dense, bm25, FUSION["alpha"], dense_fill)
+
+
+def _dense_fill(engine: MemoryEngine, query: np.ndarray, dense: list, bm25: list) -> dict[str, float]:  # type: ignore[type-arg]
+    """Exact cosines of the candidates only BM25 found, from the vectors the index stores."""
+    seen = {hit.id for hit in dense}
+    missing = [hit.id for hit in bm25 if hit.id not in seen]
+    vectors = engine.index.dense_vectors(missing)
+    return {memory_id: float(vector @ query) for memory_id, vector in vectors.items()}
 
 
 def hybrid_retrieve(
@@ -153,11 +164,11 @@ def hybrid_retrieve(
     ids = None
     if filters.path_pattern is not None and "%" in filters.path_pattern:
         ids = engine.store.ids_matching(filters)
-    channels = {"hybrid": ("dense", "bm25"), "dense": ("dense",), "bm25": ("bm25",)}[strategy]
+    channels = {"hybrid": ("dense", "bm25"), "rrf": ("dense", "bm25"), "dense": ("dense",), "bm25": ("bm25",)}[strategy]
     plan: dict[str, Any] = {
         "strategy": strategy,
         "channels": list(channels),
-        "fusion": dict(FUSION) if strategy == "hybrid" else {"method": "single-channel"},
+        "fusion": dict(FUSION) if strategy == "hybrid" else {"method": strategy},
         "ranking": {
             "w_recency": W_RECENCY,
             "w_importance": W_IMPORTANCE,
@@ -172,8 +183,9 @@ def hybrid_retrieve(
     sparse_query = engine.sparse.query(query) if "bm25" in channels else None
     flt = IndexFilter.from_read_filters(filters, ids)
     dense_hits, bm25_hits = engine.index.search(dense_query, sparse_query, flt, depth, depth)
+    fill = _dense_fill(engine, dense_query, dense_hits, bm25_hits) if strategy == "hybrid" else {}
     fused = [
-        c for c in _fuse(dense_hits, bm25_hits, strategy)
+        c for c in _fuse(dense_hits, bm25_hits, strategy, fill)
         if c.bm25_rank is not None or (c.dense_score is not None and c.dense_score >= MIN_DENSE_MATCH)
     ]
     ranked = rank_candidates(fused, engine.clock(), engine.settings.recency_half_life_days)

@@ -92,6 +92,7 @@ class Memory:
     version: int = 1
     derived_from: tuple[str, ...] = ()
     content_sha256: str = ""
+    context: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The record as contract section 2 names its fields."""
@@ -121,6 +122,7 @@ class Memory:
             "status": self.status.value,
             "version": self.version,
             "derived_from": list(self.derived_from),
+            "context": self.context,
         }
 
 

@@ -55,6 +55,8 @@ memories = Table(
     Column("status", String, nullable=False),
     Column("version", Integer, nullable=False),
     Column("derived_from", Text, nullable=False),
+    # The preceding turns of the same session when the memory was written; indexed for BM25 only.
+    Column("context", Text, nullable=True),
     # The record version the vector index holds; differs from `version` until the index caught up.
     Column("indexed_version", Integer, nullable=True),
     Index("ix_memories_owner_status", "owner_id", "status"),
@@ -101,7 +103,7 @@ def _m001_initial(connection: Connection) -> None:
 
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("m001_initial", _m001_initial),
-]
+]  # append new steps; never edit or reorder an applied one
 
 
 def open_engine(path: Path) -> Engine:

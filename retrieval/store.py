@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, and_, bindparam, func, or_, select, update
+from sqlalchemy import Engine, and_, bindparam, func, or_, select, text, update
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import OperationalError
 
@@ -47,6 +47,7 @@ def _to_row(memory: Memory, embed_sha256: str) -> dict[str, Any]:
         "status": memory.status.value,
         "version": memory.version,
         "derived_from": json.dumps(list(memory.derived_from)),
+        "context": memory.context,
         "indexed_version": None,
     }
 
@@ -80,6 +81,7 @@ def _from_row(row: Row[Any]) -> Memory:
         status=MemoryStatus(m["status"]),
         version=m["version"],
         derived_from=tuple(json.loads(m["derived_from"])),
+        context=m["context"],
     )
 
 
@@ -243,6 +245,22 @@ class MemoryStore:
             .limit(1)
         ).first()
         return _from_row(row) if row is not None else None
+
+    def session_tail(self, owner_id: str, session_id: str, turns: int, connection: Connection | None = None) -> list[str]:
+        """The contents of the last `turns` memories written to this owner's session, oldest first."""
+        c = memories.c
+        statement = (
+            select(c.content)
+            .where(c.owner_id == owner_id, c.session_id == session_id)
+            .order_by(text("rowid DESC"))
+            .limit(turns)
+        )
+        if connection is not None:
+            rows = list(connection.execute(statement))
+        else:
+            with self.engine.connect() as own:
+                rows = list(own.execute(statement))
+        return [row[0] for row in reversed(rows)]
 
     def ids_matching(self, filters: ReadFilters) -> list[str]:
         with self.engine.connect() as connection:

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from .embedding import text_sha256
-from .engine import MemoryEngine, embedding_text
+from .engine import SESSION_CONTEXT_TURNS, MemoryEngine, embedding_text, session_context
 from .errors import NotFoundError, PermissionDeniedError, ValidationError
 from .index import IndexFilter
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters, format_time
@@ -139,9 +139,18 @@ def remember(engine: MemoryEngine, principal: Principal, request: RememberReques
             result = _merge_near_duplicate(engine, memory, vector[0], now)
             if result is not None:
                 return result
+        memory = _with_session_context(engine, memory)
         engine.store.insert([(memory, text_sha256(embedding_text(memory)))])
         engine.sync([memory], vector)
     return WriteResult(memory, "created")
+
+
+def _with_session_context(engine: MemoryEngine, memory: Memory) -> Memory:
+    """Attach the session's preceding turns (see engine.SESSION_CONTEXT_TURNS); call under the write lock."""
+    if memory.session_id is None or memory.context is not None:
+        return memory
+    turns = engine.store.session_tail(memory.owner_id, memory.session_id, SESSION_CONTEXT_TURNS)
+    return replace(memory, context=session_context(turns))
 
 
 def _remember_keyed(engine: MemoryEngine, memory: Memory, column: str, key: str, now: str) -> WriteResult | None:
@@ -246,6 +255,7 @@ def add_event(
     now = format_time(engine.clock())
     memory = replace(_new_memory(principal, request, now, MemoryType.EPISODIC), event_type=event_type)
     with engine.write_lock:
+        memory = _with_session_context(engine, memory)
         engine.store.insert([(memory, text_sha256(embedding_text(memory)))])
         engine.sync([memory])
     return WriteResult(memory, "created")
@@ -276,7 +286,7 @@ IMPORT_FIELDS = {
     "id", "owner_id", "team_id", "bucket", "scope", "path", "type", "memory_type", "content", "semantic_key",
     "state_key", "event_type", "importance", "confidence", "source", "session_id", "metadata", "created_at",
     "updated_at", "occurred_at", "last_accessed_at", "access_count", "expires_at", "status", "version",
-    "derived_from",
+    "derived_from", "context",
 }
 
 
@@ -327,6 +337,10 @@ def record_from_line(principal: Principal, line: dict[str, Any], now: str) -> Me
         restored["event_type"] = check_key(line["event_type"], "event_type")
     if line.get("derived_from"):
         restored["derived_from"] = tuple(str(i) for i in line["derived_from"])
+    if line.get("context"):
+        if not isinstance(line["context"], str):
+            raise ValidationError("context must be a string")
+        restored["context"] = line["context"]
     return replace(memory, **restored)
 
 
@@ -344,6 +358,20 @@ def import_records(
     """
     counts = {"imported": 0, "skipped": 0, "keyed": 0}
     batch: list[Memory] = []
+    tails: dict[tuple[str, str], list[str]] = {}  # (owner, session) -> contents written so far
+
+    def with_context(memory: Memory) -> Memory:
+        if memory.session_id is None:
+            return memory
+        key = (memory.owner_id, memory.session_id)
+        if key not in tails:
+            tails[key] = engine.store.session_tail(memory.owner_id, memory.session_id, SESSION_CONTEXT_TURNS)
+        turns = tails[key]
+        if memory.context is None:
+            memory = replace(memory, context=session_context(turns))
+        turns.append(memory.content)
+        del turns[:-SESSION_CONTEXT_TURNS]
+        return memory
 
     def flush(pending: Sequence[Memory]) -> None:
         if not pending:
@@ -369,7 +397,7 @@ def import_records(
             if progress:
                 progress(1)
             continue
-        batch.append(memory)
+        batch.append(with_context(memory))
         if len(batch) >= batch_size:
             flush(batch)
             batch = []

@@ -1,0 +1,118 @@
+"""Loaders: BEIR-format directories and LoCoMo files, as documents (memories) and judged queries."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+__all__ = ["Dataset", "Doc", "Query", "load_beir", "load_dataset", "load_locomo"]
+
+
+@dataclass(frozen=True, slots=True)
+class Doc:
+    id: str
+    text: str
+    group: str  # the owner the memory is stored under; queries search only their group
+    occurred_at: str = "2024-01-01T00:00:00Z"
+    session_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Query:
+    id: str
+    text: str
+    group: str
+    relevant: dict[str, int]  # doc id -> graded relevance (> 0)
+    category: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Dataset:
+    name: str
+    kind: str  # "beir" or "locomo"
+    docs: list[Doc]
+    queries: list[Query]
+    meta: dict[str, object] = field(default_factory=dict)
+
+
+def load_beir(directory: Path, split: str = "test") -> Dataset:
+    """corpus.jsonl, queries.jsonl and qrels/<split>.tsv; graded judgements kept, zero grades dropped."""
+    docs = []
+    with (directory / "corpus.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            title = (row.get("title") or "").strip()
+            text = (row.get("text") or "").strip()
+            docs.append(Doc(id=str(row["_id"]), text=f"{title}\n{text}" if title else text, group="corpus"))
+    texts = {}
+    with (directory / "queries.jsonl").open(encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            texts[str(row["_id"])] = row["text"]
+    qrels: dict[str, dict[str, int]] = {}
+    with (directory / "qrels" / f"{split}.tsv").open(encoding="utf-8") as handle:
+        reader = csv.reader(handle, delimiter="\t")
+        next(reader)  # header: query-id corpus-id score
+        for query_id, doc_id, score in reader:
+            if int(score) > 0:
+                qrels.setdefault(query_id, {})[doc_id] = int(score)
+    queries = [Query(id=q, text=texts[q], group="corpus", relevant=rel) for q, rel in sorted(qrels.items(), key=lambda kv: _numeric(kv[0]))]
+    return Dataset(name=directory.name, kind="beir", docs=docs, queries=queries)
+
+
+def _numeric(value: str) -> tuple[int, str]:
+    return (int(value), value) if value.isdigit() else (1 << 62, value)
+
+
+_DATE = "%I:%M %p on %d %B, %Y"
+
+
+def _session_time(text: str) -> str:
+    moment = datetime.strptime(text.strip(), _DATE).replace(tzinfo=timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def load_locomo(path: Path) -> Dataset:
+    """Every dialogue turn one memory ("Speaker: text", its session's date); evidence ids are relevant."""
+    samples = json.loads(path.read_text(encoding="utf-8"))
+    docs: list[Doc] = []
+    queries: list[Query] = []
+    for sample in samples:
+        group = sample["sample_id"]
+        conversation = sample["conversation"]
+        sessions = sorted(
+            (int(key.split("_")[1]) for key in conversation if re.fullmatch(r"session_\d+", key)),
+        )
+        for number in sessions:
+            when = _session_time(conversation[f"session_{number}_date_time"])
+            for turn in conversation[f"session_{number}"]:
+                text = f"{turn['speaker']}: {turn['text']}"
+                if turn.get("blip_caption"):
+                    text += f" [shares a photo: {turn['blip_caption']}]"
+                docs.append(Doc(id=f"{group}/{turn['dia_id']}", text=text, group=group, occurred_at=when,
+                                session_id=f"{group}/session_{number}"))
+        for index, qa in enumerate(sample["qa"]):
+            evidence = [e.strip() for item in qa.get("evidence", []) for e in re.split(r"[;,]", item) if e.strip()]
+            relevant = {f"{group}/{e}": 1 for e in evidence}
+            queries.append(Query(id=f"{group}/q{index}", text=qa["question"], group=group, relevant=relevant,
+                                 category=int(qa["category"])))
+    known = {d.id for d in docs}
+    queries = [
+        Query(q.id, q.text, q.group, {d: g for d, g in q.relevant.items() if d in known}, q.category) for q in queries
+    ]
+    return Dataset(name=path.stem, kind="locomo", docs=docs, queries=queries)
+
+
+def load_dataset(spec: str, shared_data: Path) -> Dataset:
+    """`scifact`, `locomo`, a BEIR directory or a LoCoMo JSON file."""
+    aliases = {"scifact": shared_data / "scifact", "locomo": shared_data / "locomo" / "locomo-dev.json"}
+    path = aliases.get(spec, Path(spec))
+    if path.is_dir():
+        return load_beir(path)
+    if path.suffix == ".json":
+        return load_locomo(path)
+    raise FileNotFoundError(f"not a BEIR directory or a LoCoMo file: {spec}")

@@ -1,0 +1,129 @@
+"""Run the production retrieval path over a judged data set and score it.
+
+Documents are imported as memories (one owner per conversation or corpus) through the same import
+path users take; queries go through `hybrid_retrieve`, the ranking `recall_context` uses, with the
+strategy switched between dense only, BM25 only and the production hybrid. Embeddings come from a
+persistent cache, so a second run encodes nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from retrieval import MemoryEngine, Principal, RetrievalSettings, import_records, read_filters, recall_context
+from retrieval.reads import CANDIDATE_DEPTH, hybrid_retrieve
+
+from .datasets import Dataset
+from .metrics import mrr_at_k, ndcg_at_k, recall_at_k
+
+__all__ = ["DEFAULT_CACHE", "STRATEGIES", "evaluate"]
+
+STRATEGIES = ("dense", "bm25", "rrf", "hybrid")
+DEFAULT_CACHE = Path(os.environ.get("XMEMO_EVAL_CACHE", ".cache/xmemo/eval-embeddings.sqlite"))
+_NAMESPACE = uuid.UUID("6f1c7c2e-5b8a-4f7e-9a51-2f0d3c1e9b77")
+PACK_MAX_TOKENS = 1500
+
+
+def _memory_id(dataset: Dataset, doc_id: str) -> str:
+    return str(uuid.uuid5(_NAMESPACE, f"{dataset.name}/{doc_id}"))
+
+
+def _load(engine: MemoryEngine, dataset: Dataset) -> dict[str, str]:
+    """Import every document under its group's owner; returns memory id -> document id."""
+    by_group: dict[str, list[dict[str, Any]]] = {}
+    back = {}
+    for doc in dataset.docs:
+        memory_id = _memory_id(dataset, doc.id)
+        back[memory_id] = doc.id
+        by_group.setdefault(doc.group, []).append(
+            {"id": memory_id, "content": doc.text, "path": f"eval/{dataset.name}", "occurred_at": doc.occurred_at,
+             "session_id": doc.session_id, "type": "episodic"}
+        )
+    with tqdm(total=len(dataset.docs), desc="import", unit="doc", file=sys.stderr, disable=None) as bar:
+        for group, lines in by_group.items():
+            import_records(engine, Principal.local(group), lines, batch_size=256, progress=bar.update)
+    return back
+
+
+def _score(rankings: dict[str, list[str]], dataset: Dataset, ks: Sequence[int], categories: set[int] | None) -> dict[str, float]:
+    queries = [q for q in dataset.queries if q.relevant and (categories is None or q.category in categories)]
+    scores: dict[str, float] = {"queries": float(len(queries))}
+    for k in ks:
+        scores[f"ndcg@{k}"] = sum(ndcg_at_k(rankings[q.id], q.relevant, k) for q in queries) / len(queries)
+        scores[f"recall@{k}"] = sum(recall_at_k(rankings[q.id], q.relevant, k) for q in queries) / len(queries)
+        scores[f"mrr@{k}"] = sum(mrr_at_k(rankings[q.id], q.relevant, k) for q in queries) / len(queries)
+    return {name: round(value, 4) for name, value in scores.items()}
+
+
+def evaluate(
+    dataset: Dataset,
+    strategies: Sequence[str] = STRATEGIES,
+    ks: Sequence[int] = (5, 10),
+    cache_path: Path = DEFAULT_CACHE,
+    query_limit: int | None = None,
+) -> dict[str, Any]:
+    """Score each strategy; for LoCoMo, categories 1-4 headline, category 5 apart, and pack coverage."""
+    started = time.perf_counter()
+    if query_limit is not None:
+        dataset = Dataset(dataset.name, dataset.kind, dataset.docs, dataset.queries[:query_limit], dataset.meta)
+    depth = max(CANDIDATE_DEPTH, max(ks))
+    report: dict[str, Any] = {"dataset": dataset.name, "queries": len([q for q in dataset.queries if q.relevant])}
+    with tempfile.TemporaryDirectory(prefix="xmemo-eval-") as tmp:
+        settings = RetrievalSettings(data_dir=Path(tmp), embedding_cache_path=cache_path.resolve())
+        with MemoryEngine(settings) as engine:
+            load_started = time.perf_counter()
+            back = _load(engine, dataset)
+            load_seconds = time.perf_counter() - load_started
+            runs: dict[str, dict[str, list[tuple[str, float]]]] = {}
+            query_seconds: dict[str, float] = {}
+            for strategy in strategies:
+                runs[strategy] = {}
+                strategy_started = time.perf_counter()
+                for query in tqdm(dataset.queries, desc=strategy, unit="q", file=sys.stderr, disable=None):
+                    filters = read_filters(Principal(owner_id=query.group))
+                    retrieval = hybrid_retrieve(engine, filters, query.text, depth=depth, strategy=strategy)  # type: ignore[arg-type]
+                    runs[strategy][query.id] = [(back[r.id], r.score) for r in retrieval.ranked[:depth]]
+                query_seconds[strategy] = time.perf_counter() - strategy_started
+            rankings = {s: {q: [d for d, _ in ranked] for q, ranked in run.items()} for s, run in runs.items()}
+            if dataset.kind == "locomo":
+                report["strategies"] = {s: _score(rankings[s], dataset, ks, {1, 2, 3, 4}) for s in strategies}
+                report["category_5"] = {s: _score(rankings[s], dataset, ks, {5}) for s in strategies}
+                report["pack"] = _pack_coverage(engine, dataset, back)
+            else:
+                report["strategies"] = {s: _score(rankings[s], dataset, ks, None) for s in strategies}
+    report["timing"] = {
+        "import_s": round(load_seconds, 2),
+        "queries_s": {s: round(v, 2) for s, v in query_seconds.items()},
+        "total_s": round(time.perf_counter() - started, 2),
+    }
+    report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
+    report["runs"] = runs
+    return report
+
+
+def _pack_coverage(engine: MemoryEngine, dataset: Dataset, back: dict[str, str]) -> dict[str, float]:
+    """How often the recall_context pack (max_tokens 1500, max_items 50) holds all of a question's evidence."""
+    queries = [q for q in dataset.queries if q.relevant and q.category in {1, 2, 3, 4}]
+    complete = 0
+    tokens = 0
+    for query in tqdm(queries, desc="pack", unit="q", file=sys.stderr, disable=None):
+        pack = recall_context(engine, Principal(owner_id=query.group), query.text, max_items=50,
+                              max_tokens=PACK_MAX_TOKENS)
+        packed = {back[item["id"]] for item in pack["items"]}
+        complete += set(query.relevant) <= packed
+        tokens += pack["budget"]["used_tokens"]
+    return {
+        "max_tokens": PACK_MAX_TOKENS,
+        "all_evidence_in_pack": round(complete / len(queries), 4),
+        "mean_used_tokens": round(tokens / len(queries), 1),
+    }
