@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["Dataset", "Doc", "Query", "load_beir", "load_dataset", "load_locomo"]
+__all__ = ["Dataset", "Doc", "Query", "load_beir", "load_dataset", "load_locomo", "slice_dataset"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,3 +116,12 @@ def load_dataset(spec: str, shared_data: Path) -> Dataset:
     if path.suffix == ".json":
         return load_locomo(path)
     raise FileNotFoundError(f"not a BEIR directory or a LoCoMo file: {spec}")
+
+
+def slice_dataset(dataset: Dataset, queries: int, corpus_stride: int = 5) -> Dataset:
+    """A deterministic slice for CI: the first `queries` judged queries, their relevant documents,
+    and every `corpus_stride`-th other document as distractors. Scores differ from the full set."""
+    chosen = [q for q in dataset.queries if q.relevant][:queries]
+    wanted = {doc for q in chosen for doc in q.relevant}
+    docs = [d for i, d in enumerate(dataset.docs) if d.id in wanted or i % corpus_stride == 0]
+    return Dataset(f"{dataset.name}-slice{queries}", dataset.kind, docs, chosen, dataset.meta)

@@ -15,7 +15,7 @@ from .fusion import RRF_K, FusedCandidate, fuse_convex, fuse_rrf
 from .index import IndexFilter
 from .packing import PackCandidate, pack_context
 from .ranking import W_IMPORTANCE, W_RECENCY, Ranked, rank_candidates
-from .records import Memory, MemoryStatus, Principal, ReadFilters
+from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters
 from .validation import check_field, check_path, check_query, check_range, memory_type_or_auto
 from .writes import visible_memory
 
@@ -27,6 +27,7 @@ __all__ = [
     "get_memory",
     "hybrid_retrieve",
     "hydrate",
+    "project_context",
     "read_filters",
     "recall",
     "recall_context",
@@ -336,3 +337,68 @@ def get_memory(engine: MemoryEngine, principal: Principal, memory_id: str) -> Me
     memory = visible_memory(engine, principal, memory_id)
     engine.access.record([memory.id])
     return memory
+
+
+def project_context(
+    engine: MemoryEngine,
+    principal: Principal,
+    project_id: str,
+    *,
+    team_id: str | None = None,
+    max_items: int = 8,
+    max_tokens: int = 1500,
+    durable_query: str | None = None,
+) -> dict[str, Any]:
+    """A project's scope (`tenant:project:<id>`): its newest memories and its durable (semantic) context.
+
+    Both lists share one budget: durable memories are packed first (ranked by `durable_query`, or
+    newest first without one), then the newest memories fill what remains.
+    """
+    project_id = check_field(project_id, "project_id", allow_empty=False)
+    check_range(max_items, "max_items", 1, 50)
+    check_range(max_tokens, "max_tokens", 1, 12000)
+    scope_key = f"tenant:project:{project_id}"
+    filters = read_filters(principal, team_id=team_id, scope=scope_key)
+    if durable_query and durable_query.strip():
+        semantic = read_filters(principal, team_id=team_id, scope=scope_key, memory_type="semantic")
+        retrieval = hybrid_retrieve(engine, semantic, check_query(durable_query))
+        durable = [h.memory for h in hydrate(engine, retrieval, max_items)]
+    else:
+        durable = engine.store.recent(
+            ReadFilters(**{**_filter_fields(filters), "memory_type": MemoryType.SEMANTIC}), max_items
+        )
+    durable_ids = {m.id for m in durable}
+    recent = [m for m in engine.store.recent(filters, max_items + len(durable)) if m.id not in durable_ids]
+    ordered = durable + recent
+    pack = pack_context(
+        [PackCandidate(m.id, f"{_date(m)} · {m.type.value} · {m.path}", m.content) for m in ordered],
+        max_items, max_tokens, engine.tokens,
+    )
+    packed = {item.id for item in pack.items}
+    engine.access.record(packed)
+    return {
+        "project_scope": {
+            "scope_key": scope_key,
+            "project_id": project_id,
+            "owner_id": principal.owner_id,
+            "organization_id": principal.organization_id,
+            "workspace_id": principal.workspace_id,
+            "team_id": team_id or None,
+        },
+        "recent_memories": [{"id": m.id, "content": m.content, "type": m.type.value, "path": m.path,
+                             "occurred_at": m.occurred_at} for m in recent if m.id in packed],
+        "durable_context": [{"id": m.id, "content": m.content, "path": m.path} for m in durable if m.id in packed],
+        "budget": {
+            "max_items": max_items,
+            "max_tokens": max_tokens,
+            "used_items": len(pack.items),
+            "used_tokens": pack.used_tokens,
+            "dropped_items": pack.dropped,
+            "shortened_items": pack.shortened,
+        },
+        "context_text": pack.context_text,
+    }
+
+
+def _filter_fields(filters: ReadFilters) -> dict[str, Any]:
+    return {name: getattr(filters, name) for name in ReadFilters.__slots__}  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ import numpy as np
 
 from .embedding import text_sha256
 from .engine import SESSION_CONTEXT_TURNS, MemoryEngine, embedding_text, session_context
-from .errors import NotFoundError, PermissionDeniedError, ValidationError
+from .errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from .index import IndexFilter
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters, format_time
 from .validation import (
@@ -270,10 +270,17 @@ def visible_memory(engine: MemoryEngine, principal: Principal, memory_id: str) -
     return memory
 
 
-def archive_memory(engine: MemoryEngine, principal: Principal, memory_id: str) -> Memory:
-    """Soft-delete one memory: status archived, kept and readable by id."""
+def archive_memory(
+    engine: MemoryEngine, principal: Principal, memory_id: str, expected_version: int | None = None
+) -> Memory:
+    """Soft-delete one memory: status archived, kept and readable by id.
+
+    With `expected_version`, a memory that is at another version is a conflict (nothing changes).
+    """
     with engine.write_lock:
         memory = visible_memory(engine, principal, memory_id)
+        if expected_version is not None and memory.version != expected_version:
+            raise ConflictError(f"memory {memory_id} is at version {memory.version}, not {expected_version}")
         if memory.status == MemoryStatus.ARCHIVED:
             return memory
         with engine.store.engine.begin() as connection:

@@ -263,6 +263,150 @@ def bench_command(ctx: click.Context, memories: int, queries: int, backends: str
         click.echo(format_report(report))
 
 
+@cli.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8420, show_default=True)
+@click.pass_context
+def serve_command(ctx: click.Context, host: str, port: int) -> None:
+    """Run the HTTP and MCP service (uvicorn) on the data dir's stores."""
+    import os
+
+    import uvicorn
+
+    from .app import create_app
+    from .keys import KeyStore
+    from .settings import ServiceSettings
+
+    settings = ServiceSettings(host=host, port=port, retrieval=_settings(ctx))
+    settings.retrieval.data_dir.mkdir(parents=True, exist_ok=True)
+    admin_file = settings.retrieval.data_dir / "admin.key"
+    keys = KeyStore.open(settings.retrieval.data_dir)
+    if keys.count() == 0:
+        issued = keys.create("admin", agent_id="admin", scopes=("memory:read", "memory:write", "memory:admin"))
+        descriptor = os.open(admin_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(issued.key + "\n")
+        click.echo(f"created an admin API key; it is in {admin_file} (readable only by you)", err=True)
+    keys.close()
+    logging.getLogger("xmemo").setLevel(logging.INFO)
+    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+
+
+@cli.group("keys")
+def keys_group() -> None:
+    """Create, list and revoke API keys."""
+
+
+def _key_store(ctx: click.Context):  # type: ignore[no-untyped-def]
+    from .keys import KeyStore
+
+    return KeyStore.open(_settings(ctx).data_dir)
+
+
+@keys_group.command("create")
+@click.option("--owner", required=True)
+@click.option("--agent", default="")
+@click.option("--team", "teams", multiple=True)
+@click.option("--org", default="")
+@click.option("--workspace", default="")
+@click.option("--project", default=None)
+@click.option("--scopes", default="memory:read,memory:write", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def keys_create(ctx: click.Context, owner: str, agent: str, teams: tuple[str, ...], org: str, workspace: str,
+                project: str | None, scopes: str, as_json: bool) -> None:
+    """Issue a key; it is printed once and stored only as a digest."""
+    store = _key_store(ctx)
+    issued = store.create(owner, agent_id=agent, team_ids=teams, organization_id=org, workspace_id=workspace,
+                          project_id=project, scopes=tuple(s.strip() for s in scopes.split(",") if s.strip()))
+    store.close()
+    if as_json:
+        _emit(issued.to_dict())
+    else:
+        click.echo(issued.key)
+        click.echo(f"key id {issued.key_id}; store the key now, it is not shown again", err=True)
+
+
+@keys_group.command("list")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def keys_list(ctx: click.Context, as_json: bool) -> None:
+    """Key ids, principals and states (never the keys)."""
+    store = _key_store(ctx)
+    rows = store.list()
+    store.close()
+    if as_json:
+        _emit(rows)
+        return
+    for row in rows:
+        state = "revoked" if row["revoked_at"] else "active"
+        click.echo(f"{row['key_id']}  {state:7s}  owner={row['owner_id']} agent={row['agent_id']} "
+                   f"teams={','.join(row['team_ids'])} scopes={','.join(row['scopes'])}")
+
+
+@keys_group.command("revoke")
+@click.argument("key_id")
+@click.pass_context
+def keys_revoke(ctx: click.Context, key_id: str) -> None:
+    """Revoke a key by its id."""
+    store = _key_store(ctx)
+    revoked = store.revoke(key_id)
+    store.close()
+    if not revoked:
+        raise ValidationError(f"no active key with id {key_id}")
+    click.echo(f"revoked {key_id}", err=True)
+
+
+@cli.command("eval")
+@click.option("--dataset", "spec", required=True, help="scifact, locomo, a BEIR directory or a LoCoMo JSON file.")
+@click.option("--strategy", "strategies", default="dense,bm25,rrf,hybrid", show_default=True)
+@click.option("--k", "ks", default="5,10", show_default=True, help="Comma list of cut-offs.")
+@click.option("--slice", "slice_queries", type=click.IntRange(1, None), default=None,
+              help="Evaluate the first N judged queries against a thinned corpus (the CI slice).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write report.json, report.md, chart.png and TREC runs here.")
+@click.option("--shared-data", type=click.Path(file_okay=False, path_type=Path), default=None,
+              envvar="XMEMO_SHARED_DATA", help="Where `scifact` and `locomo` live (default ../shared/data).")
+@click.option("--json", "as_json", is_flag=True)
+def eval_command(spec: str, strategies: str, ks: str, slice_queries: int | None, out_dir: Path | None,
+                 shared_data: Path | None, as_json: bool) -> None:
+    """Score the production ranking against its channels on a judged data set; exit 1 below a floor."""
+    from eval.datasets import load_dataset, slice_dataset
+    from eval.report import check_floors, write_outputs
+    from eval.runner import STRATEGIES, evaluate
+
+    names = [s.strip() for s in strategies.split(",") if s.strip()]
+    if not names or set(names) - set(STRATEGIES):
+        raise ValidationError(f"--strategy takes a comma list of {', '.join(STRATEGIES)}")
+    try:
+        cutoffs = sorted({int(k) for k in ks.split(",") if k.strip()})
+    except ValueError as error:
+        raise ValidationError("--k takes a comma list of positive integers") from error
+    if not cutoffs or cutoffs[0] < 1:
+        raise ValidationError("--k takes a comma list of positive integers")
+    try:
+        dataset = load_dataset(spec, shared_data or Path("../shared/data"))
+    except (FileNotFoundError, ValueError, KeyError) as error:
+        raise ValidationError(f"cannot load {spec}: {error}") from error
+    if slice_queries is not None:
+        dataset = slice_dataset(dataset, slice_queries)
+    report = evaluate(dataset, names, cutoffs)
+    runs = report.pop("runs")
+    report["checks"] = check_floors(report)
+    if out_dir is not None:
+        write_outputs(report, runs, out_dir)
+    if as_json:
+        _emit(report)
+    else:
+        for name, scores in report["strategies"].items():
+            click.echo(f"{name:7s} " + "  ".join(f"{m} {v:.4f}" for m, v in scores.items() if m != "queries"))
+        for check in report["checks"]:
+            click.echo(f"{check['status']:4s} {check['strategy']} {check['metric']} {check['score']:.4f} "
+                       f"(floor {check['floor']:.4f})")
+    if any(check["status"] == "FAIL" for check in report["checks"]):
+        sys.exit(EXIT_USER)
+
+
 def main() -> None:
     """Console entry point; unexpected errors exit 3 with a message, never a bare traceback."""
     try:

@@ -1,0 +1,95 @@
+"""Reports of an evaluation: the JSON document, a Markdown page, a PNG chart, TREC runs, and the floors check."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from .metrics import write_trec_run
+
+__all__ = ["EXPECTED_SCORES", "check_floors", "write_outputs"]
+
+EXPECTED_SCORES = Path(__file__).with_name("expected_scores.json")
+
+
+def check_floors(report: dict[str, Any], expected_path: Path = EXPECTED_SCORES) -> list[dict[str, Any]]:
+    """Compare each expected score of this data set with the report: OK within tolerance, FAIL below."""
+    expected = json.loads(expected_path.read_text()).get(report["dataset"], {})
+    expected = {name: rules for name, rules in expected.items() if not name.startswith("_")}
+    checks = []
+    for strategy, metrics in expected.items():
+        scores = report["strategies"].get(strategy)
+        if scores is None:
+            continue
+        for metric, rule in metrics.items():
+            if metric not in scores:
+                continue
+            floor = round(rule["expected"] - rule["tolerance"], 4)
+            checks.append({
+                "strategy": strategy, "metric": metric, "score": scores[metric], "expected": rule["expected"],
+                "floor": floor, "status": "OK" if scores[metric] >= floor else "FAIL",
+            })
+    return checks
+
+
+def _markdown(report: dict[str, Any]) -> str:
+    strategies = report["strategies"]
+    metrics = [m for m in next(iter(strategies.values())) if m != "queries"]
+    lines = [f"# {report['dataset']}: {report['queries']} judged queries", "",
+             "| strategy | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
+    for name, scores in strategies.items():
+        lines.append(f"| {name} | " + " | ".join(f"{scores[m]:.4f}" for m in metrics) + " |")
+    if "category_5" in report:
+        lines += ["", "Category 5 (adversarial), reported apart:", "",
+                  "| strategy | recall@5 | recall@10 |", "|---|---|---|"]
+        lines += [f"| {n} | {s.get('recall@5', 0):.4f} | {s.get('recall@10', 0):.4f} |"
+                  for n, s in report["category_5"].items()]
+    if "pack" in report:
+        pack = report["pack"]
+        lines += ["", f"Context pack (max_tokens {pack['max_tokens']}): all evidence in the pack for "
+                      f"{pack['all_evidence_in_pack']:.1%} of questions, {pack['mean_used_tokens']} tokens used on average."]
+    if report.get("checks"):
+        lines += ["", "| check | score | floor | status |", "|---|---|---|---|"]
+        lines += [f"| {c['strategy']} {c['metric']} | {c['score']:.4f} | {c['floor']:.4f} | {c['status']} |"
+                  for c in report["checks"]]
+    lines += ["", f"Time {report['timing']['total_s']} s, peak RSS {report['peak_rss_mb']} MB."]
+    return "\n".join(lines) + "\n"
+
+
+def _chart(report: dict[str, Any], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    strategies = report["strategies"]
+    ks = sorted({int(m.split("@")[1]) for m in next(iter(strategies.values())) if "@" in m})
+    families = ["ndcg", "recall", "mrr"]
+    figure, axes = plt.subplots(1, len(families), figsize=(4 * len(families), 3.4))
+    for axis, family in zip(axes, families):
+        for name, scores in strategies.items():
+            axis.plot(ks, [scores[f"{family}@{k}"] for k in ks], marker="o", label=name)
+        axis.set_title(f"{family}@k")
+        axis.set_xlabel("k")
+        axis.set_xticks(ks)
+        axis.grid(alpha=0.3)
+    axes[0].legend()
+    figure.suptitle(f"{report['dataset']} ({report['queries']} queries)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def write_outputs(report: dict[str, Any], runs: dict[str, Any], directory: Path) -> list[Path]:
+    """report.json, report.md, chart.png and one TREC run file per strategy."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = [directory / "report.json", directory / "report.md", directory / "chart.png"]
+    written[0].write_text(json.dumps(report, indent=2) + "\n")
+    written[1].write_text(_markdown(report))
+    _chart(report, written[2])
+    for strategy, run in runs.items():
+        path = directory / f"run.{strategy}.trec"
+        write_trec_run(path, run, f"xmemo-{strategy}")
+        written.append(path)
+    return written

@@ -1,0 +1,198 @@
+"""The FastAPI application: REST routes of contract section 3, MCP at /mcp, health and metrics."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, PlainTextResponse
+from prometheus_client import generate_latest
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from retrieval import (
+    AuthenticationError,
+    MemoryEngine,
+    PermissionDeniedError,
+    Principal,
+    RememberRequest,
+    StoreError,
+    XMemoError,
+    add_event,
+    archive_memory,
+    get_memory,
+    recall_context,
+    remember,
+    search_memory,
+    update_state,
+)
+from retrieval.embedding import Embedder
+from retrieval.reads import project_context
+
+from .errors import status_of
+from .keys import KeyStore
+from .mcp_tools import build_mcp
+from .middleware import EdgeMiddleware, Metrics
+from .schemas import EventBody, ProjectContextBody, RecallContextBody, RememberBody, StateBody
+from .settings import ServiceSettings
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("xmemo.service")
+def _error(status: int, code: str, message: str) -> JSONResponse:
+    return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
+
+
+def _principal(request: Request) -> Principal:
+    principal = getattr(request.state, "principal", None)
+    if not isinstance(principal, Principal):
+        raise AuthenticationError("missing bearer API key")
+    return principal
+
+
+def _require(principal: Principal, scope: str) -> None:
+    if scope not in principal.scopes:
+        raise PermissionDeniedError(f"{scope} scope required")
+
+
+def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -> FastAPI:
+    """Build the app; the stores open in its lifespan, so creating it has no effects."""
+    keys = KeyStore.open(settings.retrieval.data_dir)
+    metrics = Metrics()
+    holder: dict[str, MemoryEngine] = {}
+
+    def engine() -> MemoryEngine:
+        if "engine" not in holder:
+            raise StoreError("the memory engine is not open")
+        return holder["engine"]
+
+    mcp = build_mcp(engine)
+    mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
+                                      host=settings.host)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        from anyio import to_thread
+
+        holder["engine"] = await to_thread.run_sync(lambda: MemoryEngine(settings.retrieval, embedder=embedder))
+        try:
+            async with mcp.session_manager.run():
+                yield
+        finally:
+            await to_thread.run_sync(holder.pop("engine").close)
+            keys.close()
+
+    app = FastAPI(title="xmemo-server", version="0.1.0", lifespan=lifespan,
+                  description="XMemo-compatible memory service: remember, recall_context, search, reflect.")
+    app.router.routes.extend(mcp_app.routes)  # POST /mcp, behind the same middleware as every route
+    app.add_middleware(EdgeMiddleware, keys=keys, metrics=metrics, max_body_bytes=settings.max_body_bytes,
+                       rate_limit=settings.rate_limit_per_minute)
+
+    @app.exception_handler(XMemoError)
+    async def _domain_error(_: Request, error: XMemoError) -> JSONResponse:
+        return _error(status_of(error), error.code, error.message)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(_: Request, error: RequestValidationError) -> JSONResponse:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body')}: {e.get('msg', 'invalid')}"
+            for e in error.errors()
+        )
+        return _error(422, "validation_error", problems or "invalid request")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, error: StarletteHTTPException) -> JSONResponse:
+        return _error(error.status_code, "http_error", str(error.detail))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(_: Request, error: Exception) -> JSONResponse:
+        log.exception("unexpected error")
+        return _error(500, "internal_error", "internal error; see the server log with the audit id")
+
+    @app.get("/healthz", tags=["ops"])
+    def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["ops"])
+    def readyz() -> JSONResponse:
+        try:
+            points = engine().index.count()
+            keys.count()
+        except XMemoError as error:
+            return _error(503, "not_ready", error.message)
+        return JSONResponse({"status": "ready", "index_points": points})
+
+    @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
+    def metrics_text() -> PlainTextResponse:
+        try:
+            metrics.index_size.set(engine().index.count())
+            metrics.memories.set(engine().store.count())
+        except XMemoError:
+            pass  # still serve the request series when a store is down
+        return PlainTextResponse(generate_latest(metrics.registry).decode(), media_type="text/plain; version=0.0.4")
+
+    @app.post("/v1/recall/context", tags=["recall"])
+    def recall_context_route(body: RecallContextBody, request: Request) -> dict[str, Any]:
+        return recall_context(engine(), _principal(request), body.query, max_items=body.max_items,
+                              max_tokens=body.max_tokens, scope=body.scope, team_id=body.team_id,
+                              bucket=body.bucket, path_filter=body.path_filter, memory_type=body.memory_type)
+
+    @app.get("/v1/memories/search", tags=["recall"])
+    def search_route(
+        request: Request,
+        query: str = Query(min_length=1, max_length=8192),
+        limit: int = Query(default=10, ge=1, le=100),
+        scope: str | None = None, team_id: str | None = None, bucket: str | None = None,
+        path_filter: str | None = None, memory_type: str | None = None,
+        min_score: float | None = Query(default=None, ge=0.0, le=1.0),
+    ) -> dict[str, Any]:
+        found = search_memory(engine(), _principal(request), query, limit=limit, min_score=min_score, scope=scope,
+                              team_id=team_id, bucket=bucket, path_filter=path_filter, memory_type=memory_type)
+        return {"results": found["results"], "query": found["query"], "min_score": found["min_score"]}
+
+    @app.post("/v1/projects/{project_id}/context", tags=["recall"])
+    def project_context_route(project_id: str, body: ProjectContextBody, request: Request) -> dict[str, Any]:
+        return project_context(engine(), _principal(request), project_id, team_id=body.team_id,
+                               max_items=body.max_items, max_tokens=body.max_tokens, durable_query=body.durable_query)
+
+    @app.post("/api/v1/remember", tags=["write"], status_code=201)
+    def remember_route(body: RememberBody, request: Request) -> JSONResponse:
+        principal = _principal(request)
+        _require(principal, "memory:write")
+        result = remember(engine(), principal, RememberRequest(**body.model_dump()))
+        return JSONResponse(result.to_dict(), status_code=201 if result.created else 200)
+
+    @app.post("/api/v1/update_state", tags=["write"])
+    def update_state_route(body: StateBody, request: Request) -> dict[str, Any]:
+        principal = _principal(request)
+        _require(principal, "memory:write")
+        result = update_state(engine(), principal, **body.model_dump())
+        return result.to_dict()
+
+    @app.post("/api/v1/timeline/events", tags=["write"], status_code=201)
+    def event_route(body: EventBody, request: Request) -> dict[str, Any]:
+        principal = _principal(request)
+        _require(principal, "memory:write")
+        return add_event(engine(), principal, **body.model_dump()).to_dict()
+
+    @app.get("/api/v1/memories/{memory_id}", tags=["memories"])
+    def get_route(memory_id: str, request: Request) -> dict[str, Any]:
+        memory = get_memory(engine(), _principal(request), memory_id)
+        record = memory.to_dict()
+        record.pop("context", None)
+        return record
+
+    @app.delete("/api/v1/memories/{memory_id}", tags=["memories"])
+    def archive_route(
+        memory_id: str, request: Request,
+        expected_version: int | None = Query(default=None, ge=1, description="409 if the memory is at another version"),
+    ) -> dict[str, Any]:
+        principal = _principal(request)
+        _require(principal, "memory:write")
+        memory = archive_memory(engine(), principal, memory_id, expected_version)
+        return {"id": memory.id, "status": memory.status.value, "version": memory.version}
+
+    return app

@@ -1,0 +1,160 @@
+"""API keys: random, shown once, stored as a digest, compared in constant time, revocable.
+
+A key reads `xmk_<key id>_<secret>`. The id finds the row; the secret is checked against its
+SHA-256 digest with `hmac.compare_digest`. Keys live in the data dir's SQLite file, table api_keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Column, Engine, MetaData, String, Table, Text, select, update
+from sqlalchemy.exc import OperationalError
+
+from retrieval import AuthenticationError, Principal, StoreError, ValidationError
+from retrieval.records import format_time, utc_now
+from retrieval.schema import open_engine
+
+__all__ = ["ALL_SCOPES", "IssuedKey", "KeyStore"]
+
+ALL_SCOPES = ("memory:read", "memory:write", "memory:admin")
+_metadata = MetaData()
+api_keys = Table(
+    "api_keys",
+    _metadata,
+    Column("key_id", String, primary_key=True),
+    Column("digest", String(64), nullable=False),
+    Column("principal", Text, nullable=False),
+    Column("created_at", String, nullable=False),
+    Column("revoked_at", String, nullable=True),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class IssuedKey:
+    key_id: str
+    key: str
+    principal: Principal
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"key_id": self.key_id, "key": self.key, **_principal_dict(self.principal)}
+
+
+def _digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def _principal_dict(principal: Principal) -> dict[str, Any]:
+    return {
+        "owner_id": principal.owner_id,
+        "agent_id": principal.agent_id,
+        "organization_id": principal.organization_id,
+        "workspace_id": principal.workspace_id,
+        "project_id": principal.project_id,
+        "team_ids": list(principal.team_ids),
+        "scopes": sorted(principal.scopes),
+    }
+
+
+def _principal_from(document: dict[str, Any]) -> Principal:
+    return Principal(
+        owner_id=document["owner_id"],
+        agent_id=document["agent_id"],
+        organization_id=document["organization_id"],
+        workspace_id=document["workspace_id"],
+        project_id=document["project_id"],
+        team_ids=tuple(document["team_ids"]),
+        scopes=frozenset(document["scopes"]),
+    )
+
+
+class KeyStore:
+    """Issues, resolves, lists and revokes API keys."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        _metadata.create_all(engine)
+
+    @classmethod
+    def open(cls, data_dir: Path) -> KeyStore:
+        try:
+            return cls(open_engine(data_dir / "keys.sqlite"))
+        except OperationalError as error:
+            raise StoreError(f"cannot open the key store in {data_dir}: {error}") from error
+
+    def create(
+        self,
+        owner_id: str,
+        *,
+        agent_id: str = "",
+        team_ids: tuple[str, ...] = (),
+        organization_id: str = "",
+        workspace_id: str = "",
+        project_id: str | None = None,
+        scopes: tuple[str, ...] = ("memory:read", "memory:write"),
+    ) -> IssuedKey:
+        if not owner_id.strip():
+            raise ValidationError("owner must be a non-empty string")
+        unknown = set(scopes) - set(ALL_SCOPES)
+        if unknown or not scopes:
+            raise ValidationError(f"scopes must be a non-empty subset of {', '.join(ALL_SCOPES)}")
+        principal = Principal(
+            owner_id=owner_id, agent_id=agent_id or f"agent-{secrets.token_hex(3)}", organization_id=organization_id,
+            workspace_id=workspace_id, project_id=project_id, team_ids=tuple(dict.fromkeys(team_ids)),
+            scopes=frozenset(scopes),
+        )
+        key_id = secrets.token_hex(6)
+        secret = secrets.token_urlsafe(32)
+        with self.engine.begin() as connection:
+            connection.execute(api_keys.insert().values(
+                key_id=key_id, digest=_digest(secret), principal=json.dumps(_principal_dict(principal)),
+                created_at=format_time(utc_now()), revoked_at=None,
+            ))
+        return IssuedKey(key_id, f"xmk_{key_id}_{secret}", principal)
+
+    def resolve(self, key: str) -> tuple[str, Principal]:
+        """(key id, principal) of a valid key; AuthenticationError for anything else."""
+        parts = key.split("_", 2)
+        if len(parts) != 3 or parts[0] != "xmk" or not parts[1] or not parts[2]:
+            raise AuthenticationError("invalid API key")
+        try:
+            with self.engine.connect() as connection:
+                row = connection.execute(select(api_keys).where(api_keys.c.key_id == parts[1])).first()
+        except OperationalError as error:
+            raise StoreError("the authorization store is unavailable") from error
+        # Compare even when the id is unknown, so timing does not tell known ids apart.
+        expected = row.digest if row is not None else _digest("")
+        valid = hmac.compare_digest(expected, _digest(parts[2]))
+        if row is None or not valid or row.revoked_at is not None:
+            raise AuthenticationError("invalid or revoked API key")
+        return row.key_id, _principal_from(json.loads(row.principal))
+
+    def list(self) -> list[dict[str, Any]]:
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(api_keys).order_by(api_keys.c.created_at, api_keys.c.key_id))
+            return [
+                {"key_id": r.key_id, "created_at": r.created_at, "revoked_at": r.revoked_at,
+                 **_principal_dict(_principal_from(json.loads(r.principal)))}
+                for r in rows
+            ]
+
+    def revoke(self, key_id: str) -> bool:
+        with self.engine.begin() as connection:
+            result = connection.execute(
+                update(api_keys).where(api_keys.c.key_id == key_id, api_keys.c.revoked_at.is_(None))
+                .values(revoked_at=format_time(utc_now()))
+            )
+        return result.rowcount == 1
+
+    def count(self) -> int:
+        with self.engine.connect() as connection:
+            return len(list(connection.execute(select(api_keys.c.key_id))))
+
+    def close(self) -> None:
+        self.engine.dispose()

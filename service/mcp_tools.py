@@ -1,0 +1,88 @@
+"""The MCP endpoint: each tool is a thin wrapper over the use case its REST route calls (contract section 4)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from anyio import to_thread
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+
+from retrieval import (
+    MemoryEngine,
+    Principal,
+    RememberRequest,
+    XMemoError,
+    recall,
+    recall_context,
+    remember,
+    render_context_text,
+    search_memory,
+)
+from retrieval.rendering import render_identity_text, render_search_text
+
+from .errors import status_of
+
+__all__ = ["build_mcp"]
+
+
+def _principal(ctx: Context) -> Principal:  # type: ignore[type-arg]
+    request = ctx.request_context.request
+    principal = getattr(getattr(request, "state", None), "principal", None)
+    if not isinstance(principal, Principal):  # the edge middleware guarantees it; fail closed anyway
+        raise ToolError("401 unauthorized: no authenticated principal")
+    return principal
+
+
+def build_mcp(engine_of: Callable[[], MemoryEngine]) -> MCPServer:  # type: ignore[type-arg]
+    server: MCPServer = MCPServer(name="xmemo", instructions="Long-term memory for agents: remember, recall.")  # type: ignore[type-arg]
+
+    async def run(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run a use case off the event loop; domain errors reach the client with the REST status."""
+        try:
+            return await to_thread.run_sync(lambda: function(engine_of(), *args, **kwargs))
+        except XMemoError as error:
+            raise ToolError(f"{status_of(error)} {error.code}: {error.message}") from error
+
+    @server.tool(name="remember", description="Persist a memory (content at a logical path).")
+    async def remember_tool(
+        content: str, path: str, ctx: Context, memory_type: str = "auto", bucket: str = "personal",  # type: ignore[type-arg]
+        scope: str = "", team_id: str | None = None, importance: float = 0.5, semantic_key: str | None = None,
+        dedupe: bool = False,
+    ) -> str:
+        principal = _principal(ctx)
+        if "memory:write" not in principal.scopes:
+            raise ToolError("403 forbidden: memory:write scope required")
+        result = await run(remember, principal, RememberRequest(
+            content=content, path=path, memory_type=memory_type, bucket=bucket, scope=scope, team_id=team_id,
+            importance=importance, semantic_key=semantic_key, dedupe=dedupe, source="mcp",
+        ))
+        data = result.to_dict()
+        return f"Remembered: {data['id']} (version {data['version']}, {data['outcome']})"
+
+    @server.tool(name="recall_context", description="Bounded context pack for a task: ranked memories under item and token budgets.")
+    async def recall_context_tool(query: str, ctx: Context, max_items: int = 8, max_tokens: int = 1500) -> str:  # type: ignore[type-arg]
+        pack = await run(recall_context, _principal(ctx), query, max_items=max_items, max_tokens=max_tokens)
+        return render_context_text(pack)
+
+    @server.tool(name="recall", description="Light best-effort recall: the few most relevant memories.")
+    async def recall_tool(query: str, ctx: Context, limit: int = 5) -> str:  # type: ignore[type-arg]
+        found = await run(recall, _principal(ctx), query, limit=limit)
+        return render_search_text(found["results"], "XMemo Recall")
+
+    @server.tool(name="search_memory", description="Strict search: only memories that match well; may return nothing.")
+    async def search_memory_tool(query: str, ctx: Context, limit: int = 10, min_score: float | None = None) -> str:  # type: ignore[type-arg]
+        found = await run(search_memory, _principal(ctx), query, limit=limit, min_score=min_score)
+        return render_search_text(found["results"], "XMemo Search")
+
+    @server.tool(name="get_mcp_identity", description="Who this connection is: owner, agent, tenant and scopes.")
+    async def get_mcp_identity(ctx: Context) -> str:  # type: ignore[type-arg]
+        principal = _principal(ctx)
+        return render_identity_text({
+            "owner_id": principal.owner_id, "agent_id": principal.agent_id,
+            "organization_id": principal.organization_id, "workspace_id": principal.workspace_id,
+            "project_id": principal.project_id, "scopes": principal.scopes,
+        })
+
+    return server

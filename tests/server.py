@@ -1,0 +1,84 @@
+"""A real `xmemo serve` process on loopback for end-to-end tests, and clients for it."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from service.keys import KeyStore
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class RunningServer:
+    """Starts the service as its own process and stops it; keys are issued straight into its data dir."""
+
+    def __init__(self, data_dir: Path, extra_env: dict[str, str] | None = None) -> None:
+        import os
+
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = (data_dir.parent / f"server-{self.port}.log").open("w")
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", "from service.cli import main; main()", "--data-dir", str(data_dir),
+             "serve", "--port", str(self.port)],
+            stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(extra_env or {})},
+        )
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"server exited: {(data_dir.parent / f'server-{self.port}.log').read_text()}")
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        else:
+            self.stop()
+            raise RuntimeError("server did not become ready")
+        self.admin_key = (data_dir / "admin.key").read_text().strip()
+        self.keys = KeyStore.open(data_dir)
+
+    def key(self, owner: str, **kwargs: Any) -> str:
+        return self.keys.create(owner, **kwargs).key
+
+    def client(self, key: str | None) -> httpx.Client:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=60)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+        self.log.close()
+        if hasattr(self, "keys"):
+            self.keys.close()
+
+
+async def mcp_call(url: str, key: str, calls: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], list[Any]]:
+    """Open an MCP session with the SDK's client, list the tools and make the calls; returns both."""
+    import httpx2
+    from mcp.client.session import ClientSession
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+        async with streamable_http_client(f"{url}/mcp", http_client=http) as streams:
+            async with ClientSession(streams[0], streams[1]) as session:
+                await session.initialize()
+                tools = [tool.name for tool in (await session.list_tools()).tools]
+                results = [await session.call_tool(name, arguments) for name, arguments in calls]
+    return tools, results
