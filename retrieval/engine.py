@@ -197,6 +197,7 @@ class MemoryEngine:
             if progress:
                 progress(total)
             self.index.flush()
+            self.index.optimize()
             self.store.set_meta("embedding_model", self.embedder.name)
             self.store.set_meta("embedding_dimension", str(dimension))
             self.store.set_meta("sparse_model", self.sparse.name)

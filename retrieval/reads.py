@@ -49,6 +49,8 @@ PACK_WINDOW = 2
 # combination of theoretically normalised scores (TM2C2, Bruch et al. 2023), alpha on the dense side.
 FUSION: dict[str, Any] = {"method": "convex", "normalisation": "tm2c2", "alpha": 0.7}
 _QUERY_CACHE_SIZE = 1024
+PROJECT_SCOPE_PREFIX = "tenant:project:"
+MAX_PROJECT_ID = 512 - len(PROJECT_SCOPE_PREFIX)  # the scope it makes stays within a label's 512
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,9 +357,11 @@ def project_context(
     newest first without one), then the newest memories fill what remains.
     """
     project_id = check_field(project_id, "project_id", allow_empty=False)
+    if len(project_id) > MAX_PROJECT_ID:
+        raise ValidationError(f"project_id must be at most {MAX_PROJECT_ID} characters")
     check_range(max_items, "max_items", 1, 50)
     check_range(max_tokens, "max_tokens", 1, 12000)
-    scope_key = f"tenant:project:{project_id}"
+    scope_key = f"{PROJECT_SCOPE_PREFIX}{project_id}"
     filters = read_filters(principal, team_id=team_id, scope=scope_key)
     if durable_query and durable_query.strip():
         semantic = read_filters(principal, team_id=team_id, scope=scope_key, memory_type="semantic")

@@ -47,8 +47,8 @@ def utc_now() -> datetime:
 
 
 def format_time(moment: datetime) -> str:
-    """A fixed-width UTC ISO 8601 text, so that stored times sort as strings."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """A fixed-width UTC ISO 8601 text (four-digit year, microseconds, Z), so stored times sort as strings."""
+    return moment.astimezone(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def parse_time(text: str, *, field_name: str = "timestamp") -> datetime:
@@ -59,7 +59,10 @@ def parse_time(text: str, *, field_name: str = "timestamp") -> datetime:
         raise ValidationError(f"{field_name} must be ISO 8601, got {text!r}") from error
     if moment.tzinfo is None:
         raise ValidationError(f"{field_name} must carry a time zone, got {text!r}")
-    return moment.astimezone(timezone.utc)
+    try:
+        return moment.astimezone(timezone.utc)
+    except OverflowError as error:
+        raise ValidationError(f"{field_name} is out of range: {text!r}") from error
 
 
 @dataclass(frozen=True, slots=True)

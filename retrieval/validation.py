@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .errors import ValidationError
@@ -20,10 +21,17 @@ __all__ = [
 
 MAX_QUERY_CHARS = 8192
 MAX_FIELD_CHARS = 512
+# White space as JSON Schema (ECMA-262) patterns define it, so that the OpenAPI pattern "\S" and this
+# check agree on what is blank (Python's str.isspace also counts \x1c-\x1f, ECMA does not).
+_BLANK = re.compile("[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]*")
+
+
+def is_blank(text: str) -> bool:
+    return _BLANK.fullmatch(text) is not None
 
 
 def check_content(content: Any) -> str:
-    if not isinstance(content, str) or not content.strip():
+    if not isinstance(content, str) or is_blank(content):
         raise ValidationError("content must be a non-empty string")
     if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
         raise ValidationError(f"content exceeds {MAX_CONTENT_BYTES} bytes")
@@ -31,7 +39,7 @@ def check_content(content: Any) -> str:
 
 
 def check_query(query: Any) -> str:
-    if not isinstance(query, str) or not query.strip():
+    if not isinstance(query, str) or is_blank(query):
         raise ValidationError("query must be a non-empty string")
     if len(query) > MAX_QUERY_CHARS:
         raise ValidationError(f"query exceeds {MAX_QUERY_CHARS} characters")
@@ -39,7 +47,7 @@ def check_query(query: Any) -> str:
 
 
 def check_path(path: Any, name: str = "path") -> str:
-    if not isinstance(path, str) or not path.strip():
+    if not isinstance(path, str) or is_blank(path):
         raise ValidationError(f"{name} must be a non-empty string")
     if len(path) > MAX_FIELD_CHARS or any(ord(c) < 32 for c in path):
         raise ValidationError(f"{name} must be at most {MAX_FIELD_CHARS} printable characters")
@@ -47,7 +55,7 @@ def check_path(path: Any, name: str = "path") -> str:
 
 
 def check_field(value: Any, name: str, *, allow_empty: bool = True) -> str:
-    if not isinstance(value, str) or (not allow_empty and not value.strip()):
+    if not isinstance(value, str) or (not allow_empty and is_blank(value)):
         raise ValidationError(f"{name} must be a {'non-empty ' if not allow_empty else ''}string")
     if len(value) > MAX_FIELD_CHARS or any(ord(c) < 32 for c in value):
         raise ValidationError(f"{name} must be at most {MAX_FIELD_CHARS} printable characters")

@@ -351,6 +351,9 @@ def record_from_line(principal: Principal, line: dict[str, Any], now: str) -> Me
     return replace(memory, **restored)
 
 
+OPTIMIZE_AFTER_IMPORTED = 1000  # below this, the plain segments search about as fast
+
+
 def import_records(
     engine: MemoryEngine,
     principal: Principal,
@@ -410,6 +413,8 @@ def import_records(
             batch = []
     flush(batch)
     engine.index.flush()
+    if counts["imported"] >= OPTIMIZE_AFTER_IMPORTED:
+        engine.index.optimize()
     return counts
 
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
 from prometheus_client import generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from retrieval import (
     AuthenticationError,
@@ -30,13 +31,25 @@ from retrieval import (
     update_state,
 )
 from retrieval.embedding import Embedder
-from retrieval.reads import project_context
+from retrieval.reads import MAX_PROJECT_ID, project_context
 
 from .errors import status_of
 from .keys import KeyStore
 from .mcp_tools import build_mcp
 from .middleware import EdgeMiddleware, Metrics
-from .schemas import EventBody, ProjectContextBody, RecallContextBody, RememberBody, StateBody
+from .schemas import (
+    ERROR_RESPONSES,
+    EventBody,
+    Label,
+    NON_BLANK_LABEL,
+    MemoryTypeName,
+    ProjectContextBody,
+    QueryText,
+    RecallContextBody,
+    RememberBody,
+    StateBody,
+    iso,
+)
 from .settings import ServiceSettings
 
 __all__ = ["create_app"]
@@ -56,6 +69,15 @@ def _principal(request: Request) -> Principal:
 def _require(principal: Principal, scope: str) -> None:
     if scope not in principal.scopes:
         raise PermissionDeniedError(f"{scope} scope required")
+
+
+def _allowed_methods(app: FastAPI, request: Request) -> set[str]:
+    allowed: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches(request.scope)
+        if match != Match.NONE:
+            allowed |= set(getattr(route, "methods", None) or ())
+    return allowed
 
 
 def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -> FastAPI:
@@ -85,7 +107,7 @@ def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -
             await to_thread.run_sync(holder.pop("engine").close)
             keys.close()
 
-    app = FastAPI(title="xmemo-server", version="0.1.0", lifespan=lifespan,
+    app = FastAPI(title="xmemo-server", version="0.1.0", lifespan=lifespan, responses=ERROR_RESPONSES,
                   description="XMemo-compatible memory service: remember, recall_context, search, reflect.")
     app.router.routes.extend(mcp_app.routes)  # POST /mcp, behind the same middleware as every route
     app.add_middleware(EdgeMiddleware, keys=keys, metrics=metrics, max_body_bytes=settings.max_body_bytes,
@@ -104,8 +126,12 @@ def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -
         return _error(422, "validation_error", problems or "invalid request")
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, error: StarletteHTTPException) -> JSONResponse:
-        return _error(error.status_code, "http_error", str(error.detail))
+    async def _http(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        response = _error(error.status_code, "http_error", str(error.detail))
+        response.headers.update(error.headers or {})
+        if error.status_code == 405:  # Starlette names only the first matching route's methods
+            response.headers["Allow"] = ", ".join(sorted(_allowed_methods(app, request)))
+        return response
 
     @app.exception_handler(Exception)
     async def _unexpected(_: Request, error: Exception) -> JSONResponse:
@@ -143,10 +169,10 @@ def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -
     @app.get("/v1/memories/search", tags=["recall"])
     def search_route(
         request: Request,
-        query: str = Query(min_length=1, max_length=8192),
+        query: QueryText,
         limit: int = Query(default=10, ge=1, le=100),
-        scope: str | None = None, team_id: str | None = None, bucket: str | None = None,
-        path_filter: str | None = None, memory_type: str | None = None,
+        scope: Label | None = None, team_id: Label | None = None, bucket: Label | None = None,
+        path_filter: Label | None = None, memory_type: MemoryTypeName | None = None,
         min_score: float | None = Query(default=None, ge=0.0, le=1.0),
     ) -> dict[str, Any]:
         found = search_memory(engine(), _principal(request), query, limit=limit, min_score=min_score, scope=scope,
@@ -154,15 +180,21 @@ def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -
         return {"results": found["results"], "query": found["query"], "min_score": found["min_score"]}
 
     @app.post("/v1/projects/{project_id}/context", tags=["recall"])
-    def project_context_route(project_id: str, body: ProjectContextBody, request: Request) -> dict[str, Any]:
+    def project_context_route(
+        project_id: Annotated[str, Path(min_length=1, max_length=MAX_PROJECT_ID, pattern=NON_BLANK_LABEL)],
+        body: ProjectContextBody, request: Request,
+    ) -> dict[str, Any]:
         return project_context(engine(), _principal(request), project_id, team_id=body.team_id,
                                max_items=body.max_items, max_tokens=body.max_tokens, durable_query=body.durable_query)
 
-    @app.post("/api/v1/remember", tags=["write"], status_code=201)
+    @app.post("/api/v1/remember", tags=["write"], status_code=201,
+              responses={200: {"description": "unchanged (same semantic_key and content) or merged (dedupe)"}})
     def remember_route(body: RememberBody, request: Request) -> JSONResponse:
         principal = _principal(request)
         _require(principal, "memory:write")
-        result = remember(engine(), principal, RememberRequest(**body.model_dump()))
+        fields = body.model_dump()
+        fields["expires_at"] = iso(body.expires_at)
+        result = remember(engine(), principal, RememberRequest(**fields))
         return JSONResponse(result.to_dict(), status_code=201 if result.created else 200)
 
     @app.post("/api/v1/update_state", tags=["write"])
@@ -176,7 +208,9 @@ def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -
     def event_route(body: EventBody, request: Request) -> dict[str, Any]:
         principal = _principal(request)
         _require(principal, "memory:write")
-        return add_event(engine(), principal, **body.model_dump()).to_dict()
+        fields = body.model_dump()
+        fields["occurred_at"] = iso(body.occurred_at)
+        return add_event(engine(), principal, **fields).to_dict()
 
     @app.get("/api/v1/memories/{memory_id}", tags=["memories"])
     def get_route(memory_id: str, request: Request) -> dict[str, Any]:

@@ -1,67 +1,136 @@
-"""Request bodies of the REST routes: strict pydantic models that reject unknown fields (contract section 3)."""
+"""Request bodies and parameter types of the REST routes: strict pydantic models whose OpenAPI schema
+says exactly what the service accepts (unknown fields rejected; contract section 3)."""
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints
 
-__all__ = ["EventBody", "ProjectContextBody", "RecallContextBody", "RememberBody", "StateBody"]
+__all__ = [
+    "ERROR_RESPONSES",
+    "ErrorBody",
+    "EventBody",
+    "Label",
+    "MemoryTypeName",
+    "NON_BLANK_LABEL",
+    "NonBlankLabel",
+    "ProjectContextBody",
+    "QueryText",
+    "RecallContextBody",
+    "RememberBody",
+    "StateBody",
+    "iso",
+]
+
+# "Not blank" as one character class that JSON Schema (ECMA-262), pydantic (Rust regex) and
+# retrieval.validation.is_blank all read alike; their shorthand \s classes differ at the edges.
+_SPACE = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+NOT_BLANK = f"[^{_SPACE}]"
+# Short labels (path, bucket, scope, team, source): printable, at most 512 characters.
+Label = Annotated[str, StringConstraints(max_length=512, pattern=r"^[^\x00-\x1f]*$")]
+NON_BLANK_LABEL = f"^[^\\x00-\\x1f]*[^{_SPACE}\\x00-\\x1f][^\\x00-\\x1f]*$"
+NonBlankLabel = Annotated[str, StringConstraints(min_length=1, max_length=512, pattern=NON_BLANK_LABEL)]
+Content = Annotated[str, StringConstraints(min_length=1, max_length=65536, pattern=NOT_BLANK)]
+QueryText = Annotated[str, StringConstraints(min_length=1, max_length=8192, pattern=NOT_BLANK)]
+Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.:-]{0,127}$")]
+MemoryTypeName = Literal["auto", "episodic", "semantic", "procedural", "identity", "working"]
+
+
+def _text_only(value: Any) -> Any:
+    """ISO 8601 text only: lax datetime parsing would also take numbers, which the schema does not allow."""
+    if not isinstance(value, str):
+        raise ValueError("must be an ISO 8601 date-time string with a zone")
+    return value
+
+
+Timestamp = Annotated[AwareDatetime, BeforeValidator(_text_only)]
+
+
+def iso(moment: datetime | None) -> str | None:
+    return moment.isoformat() if moment is not None else None
 
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": description}
+    for status, description in (
+        (400, "the body is not JSON"),
+        (401, "missing, unknown or revoked API key"),
+        (403, "missing scope, or a team or owner not granted"),
+        (404, "unknown memory"),
+        (405, "method not allowed"),
+        (409, "the memory changed concurrently"),
+        (413, "request body over the limit"),
+        (422, "validation failed"),
+        (429, "rate limit of the key reached"),
+        (503, "a store is unavailable"),
+    )
+}
+
+
 class RecallContextBody(_Strict):
-    query: str = Field(min_length=1, max_length=8192)
+    query: QueryText
     max_items: int = Field(default=8, ge=1, le=50)
     max_tokens: int = Field(default=1500, ge=1, le=12000)
-    scope: str | None = None
-    team_id: str | None = None
-    bucket: str | None = None
-    path_filter: str | None = None
-    memory_type: str | None = None
+    scope: Label | None = None
+    team_id: Label | None = None
+    bucket: Label | None = None
+    path_filter: Label | None = None
+    memory_type: MemoryTypeName | None = None
 
 
 class ProjectContextBody(_Strict):
-    team_id: str | None = None
+    team_id: Label | None = None
     max_items: int = Field(default=8, ge=1, le=50)
     max_tokens: int = Field(default=1500, ge=1, le=12000)
-    durable_query: str | None = Field(default=None, max_length=8192)
+    durable_query: Annotated[str, StringConstraints(max_length=8192)] | None = None
 
 
 class RememberBody(_Strict):
-    content: str = Field(min_length=1)
-    path: str = Field(min_length=1, max_length=512)
-    memory_type: str | None = "auto"
-    bucket: str = "personal"
-    scope: str = ""
-    team_id: str | None = None
-    source: str = ""
-    importance: float = Field(default=0.5, ge=0.0, le=1.0)
-    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
-    expires_at: str | None = None
-    semantic_key: str | None = Field(default=None, max_length=512)
-    dedupe: bool = False
+    content: Content
+    path: NonBlankLabel
+    memory_type: MemoryTypeName | None = "auto"
+    bucket: NonBlankLabel = "personal"
+    scope: Label = ""
+    team_id: Label | None = None
+    source: Label = ""
+    importance: float = Field(default=0.5, ge=0.0, le=1.0, strict=True)
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0, strict=True)
+    expires_at: Timestamp | None = None
+    semantic_key: NonBlankLabel | None = None
+    dedupe: StrictBool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class StateBody(_Strict):
-    state_key: str = Field(pattern=r"^[a-z0-9][a-z0-9_.:-]{0,127}$")
-    content: str = Field(min_length=1)
-    bucket: str = "personal"
-    scope: str = ""
-    source: str = ""
+    state_key: Key
+    content: Content
+    bucket: NonBlankLabel = "personal"
+    scope: Label = ""
+    source: Label = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class EventBody(_Strict):
-    content: str = Field(min_length=1)
-    event_type: str = Field(pattern=r"^[a-z0-9][a-z0-9_.:-]{0,127}$")
-    occurred_at: str
-    session_id: str | None = None
-    bucket: str = "personal"
-    scope: str = ""
-    source: str = ""
+    content: Content
+    event_type: Key
+    occurred_at: Timestamp
+    session_id: NonBlankLabel | None = None
+    bucket: NonBlankLabel = "personal"
+    scope: Label = ""
+    source: Label = ""
     metadata: dict[str, Any] = Field(default_factory=dict)

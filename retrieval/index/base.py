@@ -129,6 +129,10 @@ class VectorIndex(Protocol):
 
     def flush(self) -> None: ...
 
+    def optimize(self) -> None:
+        """Bring the index structures up to date after bulk writes (a no-op where a server does it)."""
+        ...
+
     def reset(self) -> None:
         """Drop every point and recreate an empty index of the same shape."""
         ...

@@ -152,6 +152,9 @@ class ServerIndex:
     def flush(self) -> None:
         """Writes wait for the server's acknowledgement; nothing is buffered here."""
 
+    def optimize(self) -> None:
+        """A Qdrant server runs its optimizers in the background by itself."""
+
     def reset(self) -> None:
         self._call(self._client.delete_collection, self.collection)
         self._ensure_collection()

@@ -1,0 +1,142 @@
+"""Load: 16 concurrent clients against a real server for 60 s, mixed remember and recall_context.
+
+    python -m eval.load [--url URL --key KEY] [--clients 16] [--seconds 60] [--write-share 0.3] [--json]
+
+Without --url it starts `xmemo serve` on a free loopback port in a temporary data dir. Reports
+throughput and p50/p95/p99 per operation, counts errors, then reads back every acknowledged write.
+Traffic goes only to the URL given or to 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from .bench import synthetic_memories, synthetic_queries
+
+
+def _start_server(data_dir: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from service.cli import main; main()", "--data-dir", str(data_dir), "serve",
+         "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return process, url, (data_dir / "admin.key").read_text().strip()
+        except httpx.HTTPError:
+            time.sleep(0.2)
+    process.kill()
+    raise RuntimeError("the server did not become ready")
+
+
+def run_load(url: str, key: str, clients: int, seconds: float, write_share: float) -> dict[str, Any]:
+    notes = [m["content"] for m in synthetic_memories(20000, seed=21)]
+    queries = synthetic_queries(5000, seed=22)
+    latencies: dict[str, list[float]] = {"remember": [], "recall_context": []}
+    errors: list[str] = []
+    acknowledged: list[tuple[str, str]] = []
+    lock = threading.Lock()
+    stop_at = time.monotonic() + seconds
+
+    def client(number: int) -> None:
+        rng = random.Random(number)
+        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+            while time.monotonic() < stop_at:
+                started = time.perf_counter()
+                if rng.random() < write_share:
+                    content = f"{rng.choice(notes)} (client {number}, {rng.random():.6f})"
+                    response = http.post("/api/v1/remember", json={"content": content, "path": f"load/c{number}"})
+                    operation = "remember"
+                else:
+                    response = http.post("/v1/recall/context", json={"query": rng.choice(queries), "max_items": 8})
+                    operation = "recall_context"
+                elapsed = time.perf_counter() - started
+                with lock:
+                    if response.status_code in (200, 201):
+                        latencies[operation].append(elapsed)
+                        if operation == "remember":
+                            acknowledged.append((response.json()["id"], content))
+                    else:
+                        errors.append(f"{operation} {response.status_code} {response.text[:200]}")
+
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    missing = 0
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+        for memory_id, content in acknowledged:
+            response = http.get(f"/api/v1/memories/{memory_id}")
+            if response.status_code != 200 or response.json()["content"] != content:
+                missing += 1
+    report: dict[str, Any] = {"clients": clients, "seconds": round(wall, 1), "errors": len(errors),
+                              "error_samples": errors[:5], "acknowledged_writes": len(acknowledged),
+                              "writes_not_readable": missing, "operations": {}}
+    total = 0
+    for operation, samples in latencies.items():
+        total += len(samples)
+        values = np.asarray(samples) * 1000
+        report["operations"][operation] = {
+            "count": len(samples),
+            "per_s": round(len(samples) / wall, 1),
+            **({f"p{q}_ms": round(float(np.percentile(values, q)), 1) for q in (50, 95, 99)} if samples else {}),
+        }
+    report["throughput_per_s"] = round(total / wall, 1)
+    return report
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--url")
+    parser.add_argument("--key", default=os.environ.get("XMEMO_API_KEY"))
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--write-share", type=float, default=0.3)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    process = None
+    with tempfile.TemporaryDirectory(prefix="xmemo-load-") as tmp:
+        url, key = args.url, args.key
+        if url is None:
+            process, url, key = _start_server(Path(tmp))
+        try:
+            report = run_load(url, key, args.clients, args.seconds, args.write_share)
+        finally:
+            if process is not None:
+                process.terminate()
+                process.wait(timeout=30)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        print(f"{report['clients']} clients, {report['seconds']} s: {report['throughput_per_s']} requests/s, "
+              f"{report['errors']} errors, {report['acknowledged_writes']} writes acknowledged, "
+              f"{report['writes_not_readable']} not readable afterwards")
+        for operation, figures in report["operations"].items():
+            print(f"  {operation:15s} {figures}")
+    sys.exit(1 if report["errors"] or report["writes_not_readable"] else 0)
+
+
+if __name__ == "__main__":
+    main()
