@@ -71,6 +71,7 @@ def evaluate(
     ks: Sequence[int] = (5, 10),
     cache_path: Path = DEFAULT_CACHE,
     query_limit: int | None = None,
+    alpha: float | None = None,
 ) -> dict[str, Any]:
     """Score each strategy; for LoCoMo, categories 1-4 headline, category 5 apart, and pack coverage."""
     started = time.perf_counter()
@@ -78,6 +79,8 @@ def evaluate(
         dataset = Dataset(dataset.name, dataset.kind, dataset.docs, dataset.queries[:query_limit], dataset.meta)
     depth = max(CANDIDATE_DEPTH, max(ks))
     report: dict[str, Any] = {"dataset": dataset.name, "queries": len([q for q in dataset.queries if q.relevant])}
+    if alpha is not None:
+        report["alpha"] = alpha
     with tempfile.TemporaryDirectory(prefix="xmemo-eval-") as tmp:
         settings = RetrievalSettings(data_dir=Path(tmp), embedding_cache_path=cache_path.resolve())
         with MemoryEngine(settings) as engine:
@@ -91,7 +94,8 @@ def evaluate(
                 strategy_started = time.perf_counter()
                 for query in tqdm(dataset.queries, desc=strategy, unit="q", file=sys.stderr, disable=None):
                     filters = read_filters(Principal(owner_id=query.group))
-                    retrieval = hybrid_retrieve(engine, filters, query.text, depth=depth, strategy=strategy)  # type: ignore[arg-type]
+                    retrieval = hybrid_retrieve(engine, filters, query.text, depth=depth, strategy=strategy,  # type: ignore[arg-type]
+                                                alpha=alpha)
                     runs[strategy][query.id] = [(back[r.id], r.score) for r in retrieval.ranked[:depth]]
                 query_seconds[strategy] = time.perf_counter() - strategy_started
             rankings = {s: {q: [d for d, _ in ranked] for q, ranked in run.items()} for s, run in runs.items()}

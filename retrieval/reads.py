@@ -13,7 +13,7 @@ from .engine import MemoryEngine, embedding_text
 from .errors import PermissionDeniedError, ValidationError
 from .fusion import RRF_K, FusedCandidate, fuse_convex, fuse_rrf
 from .index import IndexFilter
-from .packing import PackCandidate, pack_context
+from .packing import Pack, PackCandidate, pack_context
 from .ranking import W_IMPORTANCE, W_RECENCY, Ranked, rank_candidates
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters
 from .validation import check_field, check_path, check_query, check_range, memory_type_or_auto
@@ -137,22 +137,20 @@ class _QueryVectors:
 _query_vectors = _QueryVectors()
 
 
-def _fuse(dense: list, bm25: list, strategy: Strategy, dense_fill: dict[str, float]) -> list[FusedCandidate]:  # type: ignore[type-arg]
+def _fuse(dense: list, bm25: list, strategy: Strategy, dense_fill: dict[str, float], alpha: float) -> list[FusedCandidate]:  # type: ignore[type-arg]
     if strategy == "dense":
         return fuse_convex(dense, [], 1.0)
     if strategy == "bm25":
         return fuse_convex([], bm25, 0.0)
     if strategy == "rrf":
         return fuse_rrf(dense, bm25, 1.0, 1.0, RRF_K)
-    return fuse_convex(dense, bm25, FUSION["alpha"], dense_fill)
+    return fuse_convex(dense, bm25, alpha, dense_fill)
 
 
 def _dense_fill(engine: MemoryEngine, query: np.ndarray, dense: list, bm25: list) -> dict[str, float]:  # type: ignore[type-arg]
-    """Exact cosines of the candidates only BM25 found, from the vectors the index stores."""
+    """Exact cosines of the candidates only BM25 found, scored by the index on the vectors it stores."""
     seen = {hit.id for hit in dense}
-    missing = [hit.id for hit in bm25 if hit.id not in seen]
-    vectors = engine.index.dense_vectors(missing)
-    return {memory_id: float(vector @ query) for memory_id, vector in vectors.items()}
+    return engine.index.dense_scores(query, [hit.id for hit in bm25 if hit.id not in seen])
 
 
 def hybrid_retrieve(
@@ -162,8 +160,13 @@ def hybrid_retrieve(
     *,
     depth: int = CANDIDATE_DEPTH,
     strategy: Strategy = "hybrid",
+    alpha: float | None = None,
 ) -> Retrieval:
-    """Rank the memories `filters` admits for `query`: both channels, union, fuse, blend. Best first."""
+    """Rank the memories `filters` admits for `query`: both channels, union, fuse, blend. Best first.
+
+    `alpha` overrides the dense weight of the fusion (evaluation sweeps); None is the production one.
+    """
+    alpha = FUSION["alpha"] if alpha is None else alpha
     ids = None
     if filters.path_pattern is not None and "%" in filters.path_pattern:
         ids = engine.store.ids_matching(filters)
@@ -171,7 +174,7 @@ def hybrid_retrieve(
     plan: dict[str, Any] = {
         "strategy": strategy,
         "channels": list(channels),
-        "fusion": dict(FUSION) if strategy == "hybrid" else {"method": strategy},
+        "fusion": {**FUSION, "alpha": alpha} if strategy == "hybrid" else {"method": strategy},
         "ranking": {
             "w_recency": W_RECENCY,
             "w_importance": W_IMPORTANCE,
@@ -188,7 +191,7 @@ def hybrid_retrieve(
     dense_hits, bm25_hits = engine.index.search(dense_query, sparse_query, flt, depth, depth)
     fill = _dense_fill(engine, dense_query, dense_hits, bm25_hits) if strategy == "hybrid" else {}
     fused = [
-        c for c in _fuse(dense_hits, bm25_hits, strategy, fill)
+        c for c in _fuse(dense_hits, bm25_hits, strategy, fill, alpha)
         if c.bm25_rank is not None or (c.dense_score is not None and c.dense_score >= MIN_DENSE_MATCH)
     ]
     ranked = rank_candidates(fused, engine.clock(), engine.settings.recency_half_life_days)
@@ -253,14 +256,7 @@ def recall_context(
         "version": PACK_VERSION,
         "query": query,
         "retrieval_plan": retrieval.plan,
-        "budget": {
-            "max_items": max_items,
-            "max_tokens": max_tokens,
-            "used_items": len(pack.items),
-            "used_tokens": pack.used_tokens,
-            "dropped_items": pack.dropped,
-            "shortened_items": pack.shortened,
-        },
+        "budget": _budget(pack, max_items, max_tokens),
         "items": items,
         "context_text": pack.context_text,
         "scope": scope or "",
@@ -392,15 +388,20 @@ def project_context(
         "recent_memories": [{"id": m.id, "content": m.content, "type": m.type.value, "path": m.path,
                              "occurred_at": m.occurred_at} for m in recent if m.id in packed],
         "durable_context": [{"id": m.id, "content": m.content, "path": m.path} for m in durable if m.id in packed],
-        "budget": {
-            "max_items": max_items,
-            "max_tokens": max_tokens,
-            "used_items": len(pack.items),
-            "used_tokens": pack.used_tokens,
-            "dropped_items": pack.dropped,
-            "shortened_items": pack.shortened,
-        },
+        "budget": _budget(pack, max_items, max_tokens),
         "context_text": pack.context_text,
+    }
+
+
+def _budget(pack: Pack, max_items: int, max_tokens: int) -> dict[str, int]:
+    """The `budget` object of a pack (contract section 3)."""
+    return {
+        "max_items": max_items,
+        "max_tokens": max_tokens,
+        "used_items": len(pack.items),
+        "used_tokens": pack.used_tokens,
+        "dropped_items": pack.dropped,
+        "shortened_items": pack.shortened,
     }
 
 

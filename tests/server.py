@@ -49,6 +49,7 @@ class RunningServer:
             self.stop()
             raise RuntimeError("server did not become ready")
         self.admin_key = (data_dir / "admin.key").read_text().strip()
+        self.log_path = data_dir.parent / f"server-{self.port}.log"
         self.keys = KeyStore.open(data_dir)
 
     def key(self, owner: str, **kwargs: Any) -> str:

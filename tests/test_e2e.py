@@ -167,3 +167,35 @@ def test_mcp_read_only_key_cannot_remember(server):
     reader = server.key("reader", scopes=("memory:read",))
     _, (result,) = anyio.run(mcp_call, server.url, reader, [("remember", {"content": "x", "path": "p"})])
     assert result.is_error and "403" in result.content[0].text
+
+
+def test_admin_key_file_is_private_and_the_request_log_keeps_no_secrets(server, alice):
+    import json
+    import stat
+
+    assert stat.S_IMODE((server.data_dir / "admin.key").stat().st_mode) == 0o600
+    secret_text = "the vault combination is 4711"
+    with server.client(alice) as http:
+        response = http.post("/api/v1/remember", json={"content": secret_text, "path": "private"},
+                             headers={"X-Request-ID": "log-check"})
+    audit_id = response.headers["x-xmemo-audit-id"]
+    server.log.flush()
+    lines = [json.loads(line) for line in server.log_path.read_text().splitlines() if line.startswith("{")]
+    entry = next(line for line in lines if line.get("audit_id") == audit_id)
+    assert entry["owner_id"] == "alice" and entry["route"] == "/api/v1/remember" and entry["status"] == 201
+    assert entry["request_id"] == "log-check" and entry["key_id"]
+    whole = server.log_path.read_text()
+    assert secret_text not in whole and alice not in whole and server.admin_key not in whole
+
+
+def test_rate_limit_answers_429(tmp_path):
+    limited = RunningServer(tmp_path / "limited", extra_env={"XMEMO_RATE_LIMIT_PER_MINUTE": "3"})
+    try:
+        key = limited.key("rl")
+        with limited.client(key) as http:
+            statuses = [http.get("/v1/memories/search", params={"query": "x"}).status_code for _ in range(5)]
+        assert statuses == [200, 200, 200, 429, 429]
+        with limited.client(limited.key("other")) as http:
+            assert http.get("/v1/memories/search", params={"query": "x"}).status_code == 200
+    finally:
+        limited.stop()

@@ -77,3 +77,12 @@ def test_bad_dataset_is_a_user_error():
     done = subprocess.run([sys.executable, "-c", "from service.cli import main; main()", "eval", "--dataset",
                            "/nonexistent"], capture_output=True, text=True)
     assert done.returncode == 1 and "cannot load" in done.stderr
+
+
+def test_alpha_override_is_the_production_ranking_at_the_production_weight():
+    base_code, base = _xmemo_eval("--dataset", "scifact", "--slice", "100", "--strategy", "hybrid")
+    code, same = _xmemo_eval("--dataset", "scifact", "--slice", "100", "--strategy", "hybrid", "--alpha", "0.7")
+    _, other = _xmemo_eval("--dataset", "scifact", "--slice", "100", "--strategy", "hybrid", "--alpha", "0.2")
+    assert base_code == 0 and code == 0
+    assert same["strategies"]["hybrid"] == base["strategies"]["hybrid"]
+    assert other["strategies"]["hybrid"] != base["strategies"]["hybrid"] and other["checks"] == []

@@ -137,3 +137,13 @@ def test_data_survives_reopen(backend, tmp_path):
     again = _open(backend, tmp_path)
     assert again.count() == len(DOCS)
     again.close()
+
+
+def test_dense_scores_are_exact_cosines_of_the_named_points(index):
+    query = embedder.embed_query("lunch with Bo")
+    wanted = [str(uuid.UUID(int=2)), str(uuid.UUID(int=4)), str(uuid.UUID(int=99))]
+    scores = index.dense_scores(query, wanted)
+    assert set(scores) == set(wanted[:2])
+    for point_id in wanted[:2]:
+        text = DOCS[uuid.UUID(point_id).int - 1][3]
+        assert scores[point_id] == pytest.approx(float(embedder.embed([text])[0] @ query), abs=1e-5)

@@ -115,6 +115,15 @@ class EdgeIndex:
         sparse_hits = hits.pop(0) if hits else []
         return dense_hits, sparse_hits
 
+    def dense_scores(self, dense: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        if not ids:
+            return {}
+        request = qe.QueryRequest(
+            limit=len(ids), query=qe.Query.Nearest(dense.tolist(), using=DENSE),
+            filter=qe.Filter(must=[qe.HasIdCondition(set(ids))]),
+        )
+        return {str(p.id): float(p.score) for p in self._shard.query(request)}
+
     def dense_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:
             return {}

@@ -129,6 +129,15 @@ class ServerIndex:
         sparse_hits = hits.pop(0) if hits else []
         return dense_hits, sparse_hits
 
+    def dense_scores(self, dense: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
+        if not ids:
+            return {}
+        response = self._call(
+            self._client.query_points, self.collection, query=dense.tolist(), using=DENSE, limit=len(ids),
+            query_filter=models.Filter(must=[models.HasIdCondition(has_id=list(ids))]),
+        )
+        return {str(p.id): float(p.score) for p in response.points}
+
     def dense_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:
             return {}
