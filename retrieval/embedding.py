@@ -8,6 +8,7 @@ import hashlib
 import os
 import sqlite3
 import threading
+from collections import OrderedDict
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
@@ -273,9 +274,13 @@ class EmbeddingCache:
 class CachedEmbedder:
     """An Embedder that serves repeated texts from the cache and encodes only the new ones."""
 
+    QUERY_CACHE_SIZE = 1024
+
     def __init__(self, inner: Embedder, cache: EmbeddingCache) -> None:
         self.inner = inner
         self.cache = cache
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -289,8 +294,18 @@ class CachedEmbedder:
         return self.embed_with_digests(texts, [text_sha256(t) for t in texts])
 
     def embed_query(self, text: str) -> np.ndarray:
-        """Queries are not cached on disk: they are many, short-lived and cheap to keep in an LRU."""
-        return self.inner.embed_query(text)
+        """Queries are kept in an in-memory LRU, not on disk: agents repeat them, but they are many."""
+        with self._queries_lock:
+            vector = self._queries.get(text)
+            if vector is not None:
+                self._queries.move_to_end(text)
+                return vector
+        vector = self.inner.embed_query(text)
+        with self._queries_lock:
+            self._queries[text] = vector
+            if len(self._queries) > self.QUERY_CACHE_SIZE:
+                self._queries.popitem(last=False)
+        return vector
 
     def embed_with_digests(self, texts: Sequence[str], digests: Sequence[str]) -> np.ndarray:
         cached = self.cache.get_many(self.name, digests)

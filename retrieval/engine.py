@@ -10,6 +10,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import shutil
 import threading
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -221,6 +222,4 @@ def _lock_data_dir(data_dir: Path) -> IO[str]:
 
 
 def _remove_tree(path: Path) -> None:
-    import shutil
-
     shutil.rmtree(path, ignore_errors=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -48,7 +47,6 @@ PACK_WINDOW = 2
 # The default fusion, chosen by measurement on SciFact and LoCoMo (docs/evaluation.md): a convex
 # combination of theoretically normalised scores (TM2C2, Bruch et al. 2023), alpha on the dense side.
 FUSION: dict[str, Any] = {"method": "convex", "normalisation": "tm2c2", "alpha": 0.7}
-_QUERY_CACHE_SIZE = 1024
 PROJECT_SCOPE_PREFIX = "tenant:project:"
 MAX_PROJECT_ID = 512 - len(PROJECT_SCOPE_PREFIX)  # the scope it makes stays within a label's 512
 
@@ -116,27 +114,6 @@ def read_filters(
     )
 
 
-class _QueryVectors:
-    """A small LRU of query embeddings: agents repeat their queries."""
-
-    def __init__(self) -> None:
-        self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
-
-    def get(self, engine: MemoryEngine, query: str) -> np.ndarray:
-        vector = self._cache.get(query)
-        if vector is None:
-            vector = engine.embedder.embed_query(query)
-            self._cache[query] = vector
-            if len(self._cache) > _QUERY_CACHE_SIZE:
-                self._cache.popitem(last=False)
-        else:
-            self._cache.move_to_end(query)
-        return vector
-
-
-_query_vectors = _QueryVectors()
-
-
 def _fuse(dense: list, bm25: list, strategy: Strategy, dense_fill: dict[str, float], alpha: float) -> list[FusedCandidate]:  # type: ignore[type-arg]
     if strategy == "dense":
         return fuse_convex(dense, [], 1.0)
@@ -185,7 +162,7 @@ def hybrid_retrieve(
     }
     if ids is not None and not ids:
         return Retrieval([], plan, filters)
-    dense_query = _query_vectors.get(engine, query) if "dense" in channels else None
+    dense_query = engine.embedder.embed_query(query) if "dense" in channels else None
     sparse_query = engine.sparse.query(query) if "bm25" in channels else None
     flt = IndexFilter.from_read_filters(filters, ids)
     dense_hits, bm25_hits = engine.index.search(dense_query, sparse_query, flt, depth, depth)
@@ -288,7 +265,7 @@ def search_memory(
     retrieval = hybrid_retrieve(engine, filters, query, depth=max(CANDIDATE_DEPTH, 2 * limit))
     ranked = hydrate(engine, retrieval, len(retrieval.ranked))
     query_terms = set(engine.sparse.query(query).indices)
-    cosines = _cosines(engine, _query_vectors.get(engine, query), [h.memory for h in ranked])
+    cosines = _cosines(engine, engine.embedder.embed_query(query), [h.memory for h in ranked])
     results = []
     for h in ranked:
         terms = set(engine.sparse.document(h.memory.content).indices)

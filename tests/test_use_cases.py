@@ -233,3 +233,12 @@ def test_store_refuses_another_model_until_reindex(make_engine, tmp_path):
     rebuilt.close()
     reopened = make_engine(OtherModel(), name="mm")
     assert recall_context(reopened, ALICE, "a fact")["items"]
+
+
+def test_query_vectors_are_never_shared_between_models(make_engine, real_embedder):
+    fake = make_engine(FakeEmbedder(), name="fake")
+    real = make_engine(real_embedder, name="real")
+    for engine in (fake, real):
+        remember(engine, ALICE, RememberRequest(content="the same words in both stores", path="p"))
+    for engine in (fake, real, fake):
+        assert recall_context(engine, ALICE, "the same words in both stores")["items"]
