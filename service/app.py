@@ -80,18 +80,23 @@ def _allowed_methods(app: FastAPI, request: Request) -> set[str]:
     return allowed
 
 
-def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -> FastAPI:
-    """Build the app; the stores open in its lifespan, so creating it has no effects."""
+def create_app(
+    settings: ServiceSettings, *, embedder: Embedder | None = None, engine: MemoryEngine | None = None
+) -> FastAPI:
+    """Build the app. The stores open in its lifespan, unless an opened `engine` is handed in
+    (as `xmemo serve` does, so that a store that cannot open fails before the port is bound)."""
     keys = KeyStore.open(settings.retrieval.data_dir)
     metrics = Metrics()
     holder: dict[str, MemoryEngine] = {}
 
-    def engine() -> MemoryEngine:
+    opened = engine
+
+    def running_engine() -> MemoryEngine:
         if "engine" not in holder:
             raise StoreError("the memory engine is not open")
         return holder["engine"]
 
-    mcp = build_mcp(engine)
+    mcp = build_mcp(running_engine)
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
                                       host=settings.host)
 
@@ -99,7 +104,9 @@ def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         from anyio import to_thread
 
-        holder["engine"] = await to_thread.run_sync(lambda: MemoryEngine(settings.retrieval, embedder=embedder))
+        holder["engine"] = opened or await to_thread.run_sync(
+            lambda: MemoryEngine(settings.retrieval, embedder=embedder)
+        )
         try:
             async with mcp.session_manager.run():
                 yield
@@ -145,7 +152,7 @@ def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -
     @app.get("/readyz", tags=["ops"])
     def readyz() -> JSONResponse:
         try:
-            points = engine().index.count()
+            points = running_engine().index.count()
             keys.count()
         except XMemoError as error:
             return _error(503, "not_ready", error.message)
@@ -154,15 +161,15 @@ def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
     def metrics_text() -> PlainTextResponse:
         try:
-            metrics.index_size.set(engine().index.count())
-            metrics.memories.set(engine().store.count())
+            metrics.index_size.set(running_engine().index.count())
+            metrics.memories.set(running_engine().store.count())
         except XMemoError:
             pass  # still serve the request series when a store is down
         return PlainTextResponse(generate_latest(metrics.registry).decode(), media_type="text/plain; version=0.0.4")
 
     @app.post("/v1/recall/context", tags=["recall"])
     def recall_context_route(body: RecallContextBody, request: Request) -> dict[str, Any]:
-        return recall_context(engine(), _principal(request), body.query, max_items=body.max_items,
+        return recall_context(running_engine(), _principal(request), body.query, max_items=body.max_items,
                               max_tokens=body.max_tokens, scope=body.scope, team_id=body.team_id,
                               bucket=body.bucket, path_filter=body.path_filter, memory_type=body.memory_type)
 
@@ -175,7 +182,7 @@ def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -
         path_filter: Label | None = None, memory_type: MemoryTypeName | None = None,
         min_score: float | None = Query(default=None, ge=0.0, le=1.0),
     ) -> dict[str, Any]:
-        found = search_memory(engine(), _principal(request), query, limit=limit, min_score=min_score, scope=scope,
+        found = search_memory(running_engine(), _principal(request), query, limit=limit, min_score=min_score, scope=scope,
                               team_id=team_id, bucket=bucket, path_filter=path_filter, memory_type=memory_type)
         return {"results": found["results"], "query": found["query"], "min_score": found["min_score"]}
 
@@ -184,7 +191,7 @@ def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -
         project_id: Annotated[str, Path(min_length=1, max_length=MAX_PROJECT_ID, pattern=NON_BLANK_LABEL)],
         body: ProjectContextBody, request: Request,
     ) -> dict[str, Any]:
-        return project_context(engine(), _principal(request), project_id, team_id=body.team_id,
+        return project_context(running_engine(), _principal(request), project_id, team_id=body.team_id,
                                max_items=body.max_items, max_tokens=body.max_tokens, durable_query=body.durable_query)
 
     @app.post("/api/v1/remember", tags=["write"], status_code=201,
@@ -194,14 +201,14 @@ def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -
         _require(principal, "memory:write")
         fields = body.model_dump()
         fields["expires_at"] = iso(body.expires_at)
-        result = remember(engine(), principal, RememberRequest(**fields))
+        result = remember(running_engine(), principal, RememberRequest(**fields))
         return JSONResponse(result.to_dict(), status_code=201 if result.created else 200)
 
     @app.post("/api/v1/update_state", tags=["write"])
     def update_state_route(body: StateBody, request: Request) -> dict[str, Any]:
         principal = _principal(request)
         _require(principal, "memory:write")
-        result = update_state(engine(), principal, **body.model_dump())
+        result = update_state(running_engine(), principal, **body.model_dump())
         return result.to_dict()
 
     @app.post("/api/v1/timeline/events", tags=["write"], status_code=201)
@@ -210,11 +217,11 @@ def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -
         _require(principal, "memory:write")
         fields = body.model_dump()
         fields["occurred_at"] = iso(body.occurred_at)
-        return add_event(engine(), principal, **fields).to_dict()
+        return add_event(running_engine(), principal, **fields).to_dict()
 
     @app.get("/api/v1/memories/{memory_id}", tags=["memories"])
     def get_route(memory_id: str, request: Request) -> dict[str, Any]:
-        memory = get_memory(engine(), _principal(request), memory_id)
+        memory = get_memory(running_engine(), _principal(request), memory_id)
         record = memory.to_dict()
         record.pop("context", None)
         return record
@@ -226,7 +233,7 @@ def create_app(settings: ServiceSettings, *, embedder: Embedder | None = None) -
     ) -> dict[str, Any]:
         principal = _principal(request)
         _require(principal, "memory:write")
-        memory = archive_memory(engine(), principal, memory_id, expected_version)
+        memory = archive_memory(running_engine(), principal, memory_id, expected_version)
         return {"id": memory.id, "status": memory.status.value, "version": memory.version}
 
     return app

@@ -288,8 +288,9 @@ def serve_command(ctx: click.Context, host: str, port: int) -> None:
             handle.write(issued.key + "\n")
         click.echo(f"created an admin API key; it is in {admin_file} (readable only by you)", err=True)
     keys.close()
+    engine = MemoryEngine(settings.retrieval)  # a store that cannot open fails here, with exit code 3
     _json_logs()
-    uvicorn.run(create_app(settings), host=host, port=port, log_level="warning", log_config=None)
+    uvicorn.run(create_app(settings, engine=engine), host=host, port=port, log_level="warning", log_config=None)
 
 
 class _JsonFormatter(logging.Formatter):
