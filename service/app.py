@@ -7,6 +7,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
+from anyio import to_thread
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse
@@ -102,8 +103,6 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        from anyio import to_thread
-
         holder["engine"] = opened or await to_thread.run_sync(
             lambda: MemoryEngine(settings.retrieval, embedder=embedder)
         )

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+from tqdm import tqdm
 
 from retrieval import (
     AuthenticationError,
@@ -27,8 +28,13 @@ from retrieval import (
     render_context_text,
     search_memory,
 )
+from retrieval.store import MemoryStore
+from retrieval.writes import record_from_line
 
 __all__ = ["main"]
+
+# The HTTP app, the MCP SDK and the evaluation are imported inside the commands that need them,
+# so that quick commands (keys, remember, export) start without loading them.
 
 EXIT_USER, EXIT_AUTH, EXIT_STORE = 1, 2, 3
 
@@ -140,12 +146,8 @@ def _count_lines(path: Path) -> int:
 @click.pass_context
 def import_command(ctx: click.Context, owner: str, batch_size: int, as_json: bool, file: Path) -> None:
     """Import memories from JSON Lines (one memory per line), batched, with a progress bar."""
-    from tqdm import tqdm
-
     total = _count_lines(file)
     # Validate every line before anything is written, so a bad file changes nothing.
-    from retrieval.writes import record_from_line
-
     for number, line in enumerate(_read_jsonl(file), start=1):
         try:
             record_from_line(Principal.local(owner), line, "2000-01-01T00:00:00.000000Z")
@@ -167,8 +169,6 @@ def import_command(ctx: click.Context, owner: str, batch_size: int, as_json: boo
 @click.pass_context
 def export_command(ctx: click.Context, owner: str | None, file: Path) -> None:
     """Write every record (all statuses) as JSON Lines that `xmemo import` takes back."""
-    from retrieval.store import MemoryStore
-
     settings = _settings(ctx)
     if not settings.sql_path.exists():
         raise StoreError(f"no store at {settings.data_dir}")
@@ -229,8 +229,6 @@ def search_command(ctx: click.Context, owner: str, limit: int, min_score: float 
 @click.pass_context
 def reindex_command(ctx: click.Context) -> None:
     """Rebuild the vector index from the system of record (also after changing the embedding model)."""
-    from tqdm import tqdm
-
     with _engine(ctx, allow_model_change=True) as engine:
         total = engine.store.count()
         with tqdm(total=total, unit="mem", file=sys.stderr, disable=None) as bar:
