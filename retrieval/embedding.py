@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import functools
-import queue
 import hashlib
 import os
+import queue
 import sqlite3
 import threading
-from collections import OrderedDict
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path

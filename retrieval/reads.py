@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 
-from .embedding import text_sha256
-from .engine import MemoryEngine, embedding_text
+from .engine import MemoryEngine
 from .errors import PermissionDeniedError, ValidationError
 from .fusion import RRF_K, FusedCandidate, fuse_convex, fuse_rrf
 from .index import IndexFilter
@@ -240,12 +239,6 @@ def recall_context(
     }
 
 
-def _cosines(engine: MemoryEngine, query_vector: np.ndarray, memories: list[Memory]) -> dict[str, float]:
-    digests = {m.id: text_sha256(embedding_text(m)) for m in memories}
-    vectors = engine.embedder.cached_vectors(list(digests.values()))
-    return {i: float(vectors[d] @ query_vector) for i, d in digests.items() if d in vectors}
-
-
 def search_memory(
     engine: MemoryEngine,
     principal: Principal,
@@ -265,12 +258,12 @@ def search_memory(
     retrieval = hybrid_retrieve(engine, filters, query, depth=max(CANDIDATE_DEPTH, 2 * limit))
     ranked = hydrate(engine, retrieval, len(retrieval.ranked))
     query_terms = set(engine.sparse.query(query).indices)
-    cosines = _cosines(engine, engine.embedder.embed_query(query), [h.memory for h in ranked])
     results = []
     for h in ranked:
         terms = set(engine.sparse.document(h.memory.content).indices)
         lexical = 1.0 if query_terms and query_terms <= terms else 0.0
-        strict = max(cosines.get(h.memory.id, -1.0), lexical)
+        cosine = h.ranked.candidate.dense_score  # exact for every hybrid candidate (see _dense_fill)
+        strict = max(cosine if cosine is not None else -1.0, lexical)
         if strict >= threshold:
             results.append({**_result(h.memory), "score": round(strict, 6), "rank_score": round(h.ranked.score, 6)})
         if len(results) == limit:
@@ -341,9 +334,7 @@ def project_context(
         retrieval = hybrid_retrieve(engine, semantic, check_query(durable_query))
         durable = [h.memory for h in hydrate(engine, retrieval, max_items)]
     else:
-        durable = engine.store.recent(
-            ReadFilters(**{**_filter_fields(filters), "memory_type": MemoryType.SEMANTIC}), max_items
-        )
+        durable = engine.store.recent(replace(filters, memory_type=MemoryType.SEMANTIC), max_items)
     durable_ids = {m.id for m in durable}
     recent = [m for m in engine.store.recent(filters, max_items + len(durable)) if m.id not in durable_ids]
     ordered = durable + recent
@@ -381,6 +372,3 @@ def _budget(pack: Pack, max_items: int, max_tokens: int) -> dict[str, int]:
         "shortened_items": pack.shortened,
     }
 
-
-def _filter_fields(filters: ReadFilters) -> dict[str, Any]:
-    return {name: getattr(filters, name) for name in ReadFilters.__slots__}  # type: ignore[attr-defined]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -161,7 +162,7 @@ class MemoryStore:
 
     def set_status(self, memory: Memory, status: MemoryStatus, now: str, connection: Connection) -> Memory:
         """Move one memory to `status`, bumping its version; conflict if it changed meanwhile."""
-        changed = Memory(**{**_fields(memory), "status": status, "updated_at": now, "version": memory.version + 1})
+        changed = replace(memory, status=status, updated_at=now, version=memory.version + 1)
         self.replace(changed, memory.version, connection)
         return changed
 
@@ -246,7 +247,7 @@ class MemoryStore:
         ).first()
         return _from_row(row) if row is not None else None
 
-    def session_tail(self, owner_id: str, session_id: str, turns: int, connection: Connection | None = None) -> list[str]:
+    def session_tail(self, owner_id: str, session_id: str, turns: int) -> list[str]:
         """The contents of the last `turns` memories written to this owner's session, oldest first."""
         c = memories.c
         statement = (
@@ -255,11 +256,8 @@ class MemoryStore:
             .order_by(text("rowid DESC"))
             .limit(turns)
         )
-        if connection is not None:
+        with self.engine.connect() as connection:
             rows = list(connection.execute(statement))
-        else:
-            with self.engine.connect() as own:
-                rows = list(own.execute(statement))
         return [row[0] for row in reversed(rows)]
 
     def ids_matching(self, filters: ReadFilters) -> list[str]:
@@ -319,6 +317,3 @@ class MemoryStore:
                 ).scalar_one()
             )
 
-
-def _fields(memory: Memory) -> dict[str, Any]:
-    return {name: getattr(memory, name) for name in Memory.__slots__}  # type: ignore[attr-defined]
