@@ -86,7 +86,8 @@ audit_log = Table(
     Column("before", Text, nullable=False),
     Column("after", Text, nullable=False),
     Column("reason", Text, nullable=False),
-    Index("ix_audit_created", "created_at"),
+    Column("owner_id", String, nullable=False),  # m002
+    Column("team_id", String, nullable=True),  # m002
 )
 
 schema_migrations = Table(
@@ -98,11 +99,25 @@ schema_migrations = Table(
 
 
 def _m001_initial(connection: Connection) -> None:
-    metadata.create_all(connection, tables=[memories, meta, audit_log])
+    metadata.create_all(connection, tables=[memories, meta], checkfirst=True)
+    connection.execute(text(
+        "CREATE TABLE IF NOT EXISTS audit_log (id VARCHAR(36) PRIMARY KEY, created_at VARCHAR NOT NULL, "
+        "actor VARCHAR NOT NULL, action VARCHAR NOT NULL, plan_id VARCHAR, memory_ids TEXT NOT NULL, "
+        "before TEXT NOT NULL, after TEXT NOT NULL, reason TEXT NOT NULL)"
+    ))
+    connection.execute(text("CREATE INDEX IF NOT EXISTS ix_audit_created ON audit_log (created_at)"))
+
+
+def _m002_audit_tenancy(connection: Connection) -> None:
+    """Audit records carry the space they changed, so that a tenant lists only its own."""
+    connection.execute(text("ALTER TABLE audit_log ADD COLUMN owner_id VARCHAR NOT NULL DEFAULT ''"))
+    connection.execute(text("ALTER TABLE audit_log ADD COLUMN team_id VARCHAR"))
+    connection.execute(text("CREATE INDEX IF NOT EXISTS ix_audit_owner_created ON audit_log (owner_id, created_at)"))
 
 
 MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
     ("m001_initial", _m001_initial),
+    ("m002_audit_tenancy", _m002_audit_tenancy),
 ]  # append new steps; never edit or reorder an applied one
 
 

@@ -160,6 +160,41 @@ class MemoryStore:
         if result.rowcount != 1:
             raise ConflictError(f"memory {memory.id} changed since it was read (expected version {expected_version})")
 
+    def replace_many(self, changes: Sequence[tuple[Memory, int]], connection: Connection) -> None:
+        """`replace` for many (memory, expected_version) pairs in order, as one executemany.
+
+        A memory may appear more than once (each expecting the version the previous pair wrote).
+        Any row not at its expected version makes the whole call a ConflictError naming the first ones.
+        """
+        if not changes:
+            return
+        first_expected: dict[str, int] = {}
+        for memory, expected in changes:
+            first_expected.setdefault(memory.id, expected)
+        stored: dict[str, int] = {}
+        ids = list(first_expected)
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = connection.execute(select(memories.c.id, memories.c.version).where(memories.c.id.in_(chunk)))
+            stored.update({row[0]: row[1] for row in rows})
+        moved = [i for i, expected in first_expected.items() if stored.get(i) != expected]
+        if moved:
+            shown = ", ".join(moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
+            raise ConflictError(f"memories changed since they were read: {shown}")
+        columns = [name for name in _to_row(changes[0][0], "") if name not in ("id", "embed_sha256", "indexed_version")]
+        statement = (
+            update(memories)
+            .where(memories.c.id == bindparam("b_id"), memories.c.version == bindparam("b_expected"))
+            .values({name: bindparam(f"b_{name}") for name in columns})
+        )
+        values = []
+        for memory, expected in changes:
+            row = _to_row(memory, "")
+            values.append({"b_id": memory.id, "b_expected": expected, **{f"b_{n}": row[n] for n in columns}})
+        result = connection.execute(statement, values)
+        if result.rowcount != len(values):
+            raise ConflictError("memories changed while the changes were being written")
+
     def set_status(self, memory: Memory, status: MemoryStatus, now: str, connection: Connection) -> Memory:
         """Move one memory to `status`, bumping its version; conflict if it changed meanwhile."""
         changed = replace(memory, status=status, updated_at=now, version=memory.version + 1)
@@ -221,6 +256,13 @@ class MemoryStore:
                     memory = _from_row(row)
                     found[memory.id] = memory
         return found
+
+    def existing_ids(self, ids: Sequence[str], connection: Connection) -> list[str]:
+        found: list[str] = []
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            found += [row[0] for row in connection.execute(select(memories.c.id).where(memories.c.id.in_(chunk)))]
+        return sorted(found)
 
     def embed_shas(self, ids: Sequence[str]) -> dict[str, str]:
         with self.engine.connect() as connection:
@@ -286,6 +328,55 @@ class MemoryStore:
                 .limit(limit)
             )
             return [(_from_row(row), row._mapping["embed_sha256"]) for row in rows]
+
+    # -- the compactor's selections (one read transaction: pass the same connection) ----------
+
+    def window_episodes(
+        self, filters: ReadFilters, since: str, until: str, limit: int, connection: Connection
+    ) -> list[tuple[Memory, str]]:
+        """Active episodic memories made by a caller (not by reflect), occurred in [since, until),
+        newest first, with their embed digests."""
+        c = memories.c
+        rows = connection.execute(
+            select(memories)
+            .where(
+                _visibility(filters), c.type == MemoryType.EPISODIC.value, c.derived_from == "[]",
+                c.occurred_at >= since, c.occurred_at < until,
+            )
+            .order_by(c.occurred_at.desc(), c.id)
+            .limit(limit)
+        )
+        return [(_from_row(row), row._mapping["embed_sha256"]) for row in rows]
+
+    def overdue(self, filters: ReadFilters, now: str, limit: int, connection: Connection) -> list[Memory]:
+        """Memories the filters admit whose `expires_at` has passed, soonest expired first."""
+        c = memories.c
+        rows = connection.execute(
+            select(memories)
+            .where(_visibility(filters), c.expires_at.is_not(None), c.expires_at <= now)
+            .order_by(c.expires_at, c.id)
+            .limit(limit)
+        )
+        return [_from_row(row) for row in rows]
+
+    def stalest(self, filters: ReadFilters, limit: int, connection: Connection) -> list[Memory]:
+        """Memories the filters admit, longest unused first (last access, else creation)."""
+        c = memories.c
+        idle_since = func.coalesce(c.last_accessed_at, c.created_at)
+        rows = connection.execute(
+            select(memories).where(_visibility(filters)).order_by(idle_since, c.id).limit(limit)
+        )
+        return [_from_row(row) for row in rows]
+
+    def owners(self) -> list[str]:
+        """Owners that have active personal memories."""
+        c = memories.c
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(c.owner_id).where(c.status == MemoryStatus.ACTIVE.value, c.team_id.is_(None))
+                .group_by(c.owner_id).order_by(c.owner_id)
+            )
+            return [row[0] for row in rows]
 
     def iterate(self, owner_id: str | None = None, batch: int = 1000) -> Iterator[Memory]:
         """Every record (all statuses), in id order, one batch in memory at a time."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -31,11 +32,14 @@ from retrieval import (
     search_memory,
     update_state,
 )
+from compactor import ReflectRequest, list_audit, reflect
+from compactor.audit import MAX_AUDIT_LIMIT
 from retrieval.embedding import Embedder
 from retrieval.reads import MAX_PROJECT_ID, project_context
 
 from .errors import status_of
 from .keys import KeyStore
+from .maintenance import run_periodically
 from .mcp_tools import build_mcp
 from .middleware import EdgeMiddleware, Metrics
 from .schemas import (
@@ -44,11 +48,14 @@ from .schemas import (
     Label,
     NON_BLANK_LABEL,
     MemoryTypeName,
+    ActionList,
     ProjectContextBody,
     QueryText,
     RecallContextBody,
+    ReflectBody,
     RememberBody,
     StateBody,
+    Timestamp,
     iso,
 )
 from .settings import ServiceSettings
@@ -97,7 +104,7 @@ def create_app(
             raise StoreError("the memory engine is not open")
         return holder["engine"]
 
-    mcp = build_mcp(running_engine)
+    mcp = build_mcp(running_engine, settings.reflect)
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
                                       host=settings.host)
 
@@ -106,10 +113,18 @@ def create_app(
         holder["engine"] = opened or await to_thread.run_sync(
             lambda: MemoryEngine(settings.retrieval, embedder=embedder)
         )
+        background = (
+            asyncio.create_task(run_periodically(running_engine, settings))
+            if settings.reflect_interval_seconds > 0 else None
+        )
         try:
             async with mcp.session_manager.run():
                 yield
         finally:
+            if background is not None:
+                background.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await background
             await to_thread.run_sync(holder.pop("engine").close)
             keys.close()
 
@@ -234,5 +249,23 @@ def create_app(
         _require(principal, "memory:write")
         memory = archive_memory(running_engine(), principal, memory_id, expected_version)
         return {"id": memory.id, "status": memory.status.value, "version": memory.version}
+
+    @app.post("/api/v1/reflect", tags=["reflect"])
+    def reflect_route(body: ReflectBody, request: Request) -> dict[str, Any]:
+        fields = body.model_dump()
+        fields["since"], fields["until"] = iso(body.since), iso(body.until)
+        return reflect(running_engine(), _principal(request), ReflectRequest(**fields), settings.reflect)
+
+    @app.get("/api/v1/audit", tags=["reflect"])
+    def audit_route(
+        request: Request,
+        since: Timestamp | None = None,
+        until: Timestamp | None = None,
+        action: ActionList | None = None,
+        limit: int = Query(default=100, ge=1, le=MAX_AUDIT_LIMIT),
+    ) -> dict[str, Any]:
+        records = list_audit(running_engine(), _principal(request), since=iso(since), until=iso(until),
+                             action=action or None, limit=limit)
+        return {"records": records}
 
     return app

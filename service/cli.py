@@ -225,6 +225,61 @@ def search_command(ctx: click.Context, owner: str, limit: int, min_score: float 
         click.echo(f"{result['score']:.3f}  {result['id']}  {result['path']}  {result['content'][:120]}")
 
 
+@cli.command("reflect")
+@click.option("--owner", required=True)
+@click.option("--dry-run", is_flag=True, help="Plan and report; write nothing.")
+@click.option("--actions", default=None, help="Comma list: summarize,promote,expire,decay,archive (default: all).")
+@click.option("--since", default=None, help="ISO 8601; overrides --time-window-hours.")
+@click.option("--until", default=None, help="ISO 8601 (default: now).")
+@click.option("--time-window-hours", type=float, default=24.0, show_default=True)
+@click.option("--limit", type=int, default=500, show_default=True, help="Candidate budget, clamped to 1..5000.")
+@click.option("--bucket", default="%", show_default=True)
+@click.option("--scope", default=None)
+@click.option("--team", "team_id", default=None)
+@click.option("--path-filter", default="%", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def reflect_command(ctx: click.Context, owner: str, dry_run: bool, actions: str | None, since: str | None,
+                    until: str | None, time_window_hours: float, limit: int, bucket: str, scope: str | None,
+                    team_id: str | None, path_filter: str, as_json: bool) -> None:
+    """Consolidate and age OWNER's memories: summarize, promote, expire, decay, archive (see docs/reflect.md)."""
+    from compactor import ReflectRequest, reflect, render_reflect_text
+
+    request = ReflectRequest(actions_csv=actions, dry_run=dry_run, time_window_hours=time_window_hours, since=since,
+                             until=until, path_filter=path_filter, bucket=bucket, scope=scope, team_id=team_id,
+                             limit=limit)
+    with _engine(ctx) as engine:
+        report = reflect(engine, Principal.local(owner), request)
+    if as_json:
+        _emit(report)
+    else:
+        click.echo(render_reflect_text(report))
+
+
+@cli.command("bench-reflect")
+@click.option("--dataset", default="locomo", show_default=True, help="locomo, or a LoCoMo JSON file.")
+@click.option("--copies", type=click.IntRange(1, 20), default=2, show_default=True,
+              help="Load the conversations this many times (later copies a year apart) to reach the size wanted.")
+@click.option("--limit", type=click.IntRange(1, 5000), default=5000, show_default=True)
+@click.option("--compare-clustering", is_flag=True, help="Also compare clustering methods on the same vectors.")
+@click.option("--json", "as_json", is_flag=True)
+def bench_reflect_command(dataset: str, copies: int, limit: int, compare_clustering: bool, as_json: bool) -> None:
+    """Time reflect (dry and real run) on LoCoMo turns as episodic memories; print sample summaries."""
+    from compactor.bench import run_reflect_bench
+    from eval.reflect_data import clustering_inputs, locomo_records
+
+    records = locomo_records(dataset, copies)
+    report = run_reflect_bench(records, limit=limit, progress=lambda line: click.echo(line, err=True))
+    if compare_clustering:
+        from compactor.bench import compare_clustering as compare
+
+        report["clustering"] = compare(*clustering_inputs(dataset))
+    if as_json:
+        _emit(report)
+        return
+    click.echo(json.dumps(report, ensure_ascii=False, indent=2))
+
+
 @cli.command("reindex")
 @click.pass_context
 def reindex_command(ctx: click.Context) -> None:

@@ -9,6 +9,7 @@ from anyio import to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from compactor import ReflectRequest, ReflectSettings, reflect, render_reflect_text
 from retrieval import (
     MemoryEngine,
     Principal,
@@ -35,8 +36,8 @@ def _principal(ctx: Context) -> Principal:  # type: ignore[type-arg]
     return principal
 
 
-def build_mcp(engine_of: Callable[[], MemoryEngine]) -> MCPServer:  # type: ignore[type-arg]
-    server: MCPServer = MCPServer(name="xmemo", instructions="Long-term memory for agents: remember, recall.")  # type: ignore[type-arg]
+def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSettings) -> MCPServer:  # type: ignore[type-arg]
+    server: MCPServer = MCPServer(name="xmemo", instructions="Long-term memory for agents: remember, recall, reflect.")  # type: ignore[type-arg]
 
     async def run(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a use case off the event loop; domain errors reach the client with the REST status."""
@@ -75,6 +76,22 @@ def build_mcp(engine_of: Callable[[], MemoryEngine]) -> MCPServer:  # type: igno
     async def search_memory_tool(query: str, ctx: Context, limit: int = 10, min_score: float | None = None) -> str:  # type: ignore[type-arg]
         found = await run(search_memory, _principal(ctx), query, limit=limit, min_score=min_score)
         return render_search_text(found["results"], "XMemo Search")
+
+    @server.tool(name="reflect", description=(
+        "Bounded maintenance pass: summarize and promote similar episodes, expire, decay and archive. "
+        "Preview with dry_run=true first."))
+    async def reflect_tool(
+        ctx: Context, actions_csv: str = "summarize,promote,expire,decay,archive", dry_run: bool = False,  # type: ignore[type-arg]
+        time_window_hours: float = 24.0, since: str = "", until: str = "", path_filter: str = "%",
+        owner_filter: str = "", bucket: str = "%", scope: str = "", team_id: str = "", limit: int = 500,
+    ) -> str:
+        request = ReflectRequest(
+            actions_csv=actions_csv, dry_run=dry_run, time_window_hours=time_window_hours, since=since or None,
+            until=until or None, path_filter=path_filter, owner_filter=owner_filter or None, bucket=bucket,
+            scope=scope or None, team_id=team_id or None, limit=limit,
+        )
+        report = await run(reflect, _principal(ctx), request, reflect_settings)
+        return render_reflect_text(report)
 
     @server.tool(name="get_mcp_identity", description="Who this connection is: owner, agent, tenant and scopes.")
     async def get_mcp_identity(ctx: Context) -> str:  # type: ignore[type-arg]

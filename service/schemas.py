@@ -3,6 +3,7 @@ says exactly what the service accepts (unknown fields rejected; contract section
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
@@ -17,10 +18,13 @@ __all__ = [
     "NON_BLANK_LABEL",
     "NonBlankLabel",
     "ProjectContextBody",
+    "ActionList",
     "QueryText",
     "RecallContextBody",
+    "ReflectBody",
     "RememberBody",
     "StateBody",
+    "Timestamp",
     "iso",
 ]
 
@@ -38,9 +42,13 @@ Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.:-]{0,127}$")
 MemoryTypeName = Literal["auto", "episodic", "semantic", "procedural", "identity", "working"]
 
 
+_NUMERIC = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
 def _text_only(value: Any) -> Any:
-    """ISO 8601 text only: lax datetime parsing would also take numbers, which the schema does not allow."""
-    if not isinstance(value, str):
+    """ISO 8601 text only: lax datetime parsing would also take numbers (and, in a query string, numeric
+    text as Unix time), which the schema does not allow."""
+    if not isinstance(value, str) or _NUMERIC.fullmatch(value.strip()):
         raise ValueError("must be an ISO 8601 date-time string with a zone")
     return value
 
@@ -134,3 +142,22 @@ class EventBody(_Strict):
     scope: Label = ""
     source: Label = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+_ACTION = "(?:summarize|promote|expire|decay|archive|summary|promotion|expiry|importance_decay|archival)"
+# Comma-separated reflect actions and their aliases (contract section 5); empty means all five.
+ActionList = Annotated[str, StringConstraints(max_length=512, pattern=f"^ *(?:{_ACTION} *(?:, *{_ACTION} *)*)?$")]
+
+
+class ReflectBody(_Strict):
+    actions_csv: ActionList | None = None
+    dry_run: StrictBool = False
+    time_window_hours: float = Field(default=24.0, gt=0.0, allow_inf_nan=False, strict=True)
+    since: Timestamp | None = None
+    until: Timestamp | None = None
+    path_filter: Label = "%"
+    owner_filter: Label | None = None
+    bucket: Label = "%"
+    scope: Label | None = None
+    team_id: Label | None = None
+    limit: int = Field(default=500, strict=True, description="candidate budget; clamped to 1..5000")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from compactor import ReflectSettings
 from retrieval import RetrievalSettings
 
 __all__ = ["ServiceSettings"]
@@ -18,3 +19,10 @@ class ServiceSettings(BaseSettings):
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     rate_limit_per_minute: int = Field(default=0, ge=0, description="requests per key per minute; 0 is off")
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    reflect: ReflectSettings = Field(default_factory=ReflectSettings)
+    # The optional background maintenance pass: off unless an interval is set; a dry run (logged
+    # report only) unless reflect_apply is true. It covers each owner's personal memories.
+    reflect_interval_seconds: float = Field(default=0.0, ge=0.0, description="0 is off")
+    reflect_apply: bool = False
+    reflect_actions: str = ""
+    reflect_time_window_hours: float = Field(default=24.0, gt=0.0)

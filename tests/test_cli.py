@@ -82,3 +82,30 @@ def test_reindex_rebuilds(run):
     assert result.exit_code == 0
     pack = json.loads(run("recall-context", "--owner", "alice", "--json", "reindex findable").output)
     assert len(pack["items"]) == 1
+
+
+def test_reflect_dry_run_then_apply(run, tmp_path):
+    lines = [
+        {"content": text, "path": "ops", "type": "episodic", "occurred_at": "2026-11-20T10:00:00Z", "session_id": "s1"}
+        for text in ("The nightly backup to S3 failed: the bucket policy denied PutObject for the backup role.",
+                     "Fixed the S3 bucket policy; the nightly backup role may write its archives again.",
+                     "The nightly S3 backup failed again because the bucket policy still denied the backup role.")
+    ] + [{"content": "Door code 1234 for the old office.", "path": "access", "expires_at": "2020-01-01T00:00:00Z"}]
+    source = tmp_path / "ops.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert run("import", "--owner", "alice", str(source)).exit_code == 0
+    window = ("--since", "2026-11-01T00:00:00Z", "--actions", "summarize,expiry")
+    dry = run("reflect", "--owner", "alice", "--dry-run", *window)
+    assert dry.exit_code == 0
+    assert dry.output.splitlines() == ["### Memory Reflect Report", "Dry Run: true", "Actions: summarize, expire",
+                                       "Summarized: 1", "Promoted: 0", "Expired: 1", "Decayed: 0", "Archived: 0",
+                                       "Audit Records: 0"]
+    real = json.loads(run("reflect", "--owner", "alice", "--json", *window).output)
+    assert real["counts"]["summarized"] == 1 and len(real["audit_record_ids"]) == 2
+    assert "S3 bucket policy" in real["summaries"][0]["content"]
+    again = run("reflect", "--owner", "alice", "--dry-run", *window)
+    assert "Summarized: 0" in again.output and "Expired: 0" in again.output
+    bad = run("reflect", "--owner", "alice", "--actions", "purge")
+    assert bad.exit_code == 1 and "unknown reflect action" in bad.output
+    assert run("reflect", "--owner", "alice", "--time-window-hours", "0").exit_code == 1
+    assert run("reflect", "--owner", "alice", "--since", "last week").exit_code == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import anyio
@@ -136,10 +137,11 @@ def test_mcp_tools_over_streamable_http(server, alice):
         ("search_memory", {"query": "ancient roman aqueduct engineering"}),
         ("get_mcp_identity", {}),
         ("recall_context", {"query": "x", "max_items": 99}),
+        ("reflect", {"dry_run": True, "actions_csv": "summary,expiry", "time_window_hours": 24, "limit": 500}),
+        ("reflect", {"actions_csv": "purge"}),
     ])
-    assert set(tools) == {"remember", "recall", "recall_context", "search_memory", "get_mcp_identity"}
-    assert "reflect" not in tools
-    remembered, context, recalled, searched, nothing, identity, invalid = results
+    assert set(tools) == {"remember", "recall", "recall_context", "search_memory", "reflect", "get_mcp_identity"}
+    remembered, context, recalled, searched, nothing, identity, invalid, reflected, bad_action = results
     assert remembered.content[0].text.startswith("Remembered: ")
     text = context.content[0].text
     assert text.startswith("### XMemo Context\nItems: ") and "Location: ops/oncall" in text and "\nContext:\n" in text
@@ -152,6 +154,11 @@ def test_mcp_tools_over_streamable_http(server, alice):
         "Scopes: memory:read, memory:write",
     ]
     assert invalid.is_error and "422" in invalid.content[0].text
+    assert reflected.content[0].text.splitlines()[:9] == [
+        "### Memory Reflect Report", "Dry Run: true", "Actions: summarize, expire", "Summarized: 0", "Promoted: 0",
+        "Expired: 0", "Decayed: 0", "Archived: 0", "Audit Records: 0",
+    ]
+    assert bad_action.is_error and "422" in bad_action.content[0].text
     with server.client(alice) as http:
         project = http.post("/v1/projects/memory-os/context", json={}).json()
     assert project["project_scope"]["owner_id"] == identity.content[0].text.splitlines()[0].removeprefix("Owner ID: ")
@@ -199,3 +206,69 @@ def test_rate_limit_answers_429(tmp_path):
             assert http.get("/v1/memories/search", params={"query": "x"}).status_code == 200
     finally:
         limited.stop()
+
+
+def test_reflect_and_audit_over_http(server):
+    owner = server.key("reflector", team_ids=("team-r",))
+    reader = server.key("reflector", scopes=("memory:read",))
+    topic = ["The nightly backup job to S3 failed because the bucket policy denied PutObject.",
+             "Fixed the S3 bucket policy so the nightly backup job can write its archives again.",
+             "The nightly S3 backup failed again; the bucket policy still denied writes from the backup role."]
+    with server.client(owner) as http:
+        for text in topic:
+            assert http.post("/api/v1/timeline/events", json={
+                "content": text, "event_type": "ops.backup", "occurred_at": "2026-11-30T01:00:00Z",
+                "session_id": "ops-1"}).status_code == 201
+        http.post("/api/v1/remember", json={"content": "Door code 1234, valid until yesterday.", "path": "access",
+                                            "expires_at": "2020-01-01T00:00:00Z"})
+        body = {"since": "2026-01-01T00:00:00Z", "actions_csv": "summarize,expire"}
+        dry = http.post("/api/v1/reflect", json={**body, "dry_run": True})
+        assert dry.status_code == 200, dry.text
+        assert dry.json()["counts"] == {"summarized": 1, "promoted": 0, "expired": 1, "decayed": 0, "archived": 0}
+        real = http.post("/api/v1/reflect", json=body).json()
+        same = ("actions", "summaries", "promotions", "lifecycle", "counts", "candidates")
+        assert {k: real[k] for k in same} == {k: dry.json()[k] for k in same}  # the clock moved; the plan did not
+        assert len(real["audit_record_ids"]) == 2
+        summary_id = real["summaries"][0]["id"]
+        assert http.get(f"/api/v1/memories/{summary_id}").json()["derived_from"] == real["summaries"][0]["derived_from"]
+        audit = http.get("/api/v1/audit", params={"action": "summarize"}).json()["records"]
+        assert [r["id"] for r in audit] == [i for i in real["audit_record_ids"] if i in {r["id"] for r in audit}]
+        assert audit[0]["memory_ids"][0] == summary_id
+        newest_first = http.get("/api/v1/audit", params={"limit": 2}).json()["records"]
+        assert len(newest_first) == 2
+        for bad in ({"actions_csv": "delete"}, {"time_window_hours": 0}, {"since": "last week"}, {"until": "1700000000"},
+                    {"limit": "many"}, {"surprise": 1}):
+            response = http.post("/api/v1/reflect", json=bad)
+            assert response.status_code == 422, (bad, response.text)
+            assert response.json()["error"]["code"] == "validation_error"
+        assert http.post("/api/v1/reflect", json={"team_id": "team-other"}).status_code == 403
+        assert http.post("/api/v1/reflect", json={"owner_filter": "alice", "dry_run": True}).status_code == 403
+        assert http.post("/api/v1/reflect", json={"limit": 99999, "dry_run": True}).json()["filters"]["limit"] == 5000
+        assert http.get("/api/v1/audit", params={"since": "nope"}).status_code == 422
+        assert http.get("/api/v1/audit", params={"until": "0.5"}).status_code == 422
+        assert http.get("/api/v1/audit", params={"limit": 0}).status_code == 422
+    with server.client(reader) as http:
+        assert http.post("/api/v1/reflect", json={"dry_run": True}).status_code == 200
+        assert http.post("/api/v1/reflect", json={"dry_run": False}).status_code == 403
+        assert len(http.get("/api/v1/audit").json()["records"]) == 2  # the same owner's records
+    with server.client(server.key("stranger")) as http:
+        assert http.get("/api/v1/audit").json()["records"] == []
+
+
+def test_background_reflect_pass(tmp_path):
+    """Off by default; with an interval and apply on, the service maintains memories by itself."""
+    running = RunningServer(tmp_path / "maintained", extra_env={
+        "XMEMO_REFLECT_INTERVAL_SECONDS": "1", "XMEMO_REFLECT_APPLY": "true", "XMEMO_REFLECT_ACTIONS": "expire"})
+    try:
+        key = running.key("sleeper")
+        with running.client(key) as http:
+            made = http.post("/api/v1/remember", json={"content": "Expired voucher code.", "path": "misc",
+                                                      "expires_at": "2020-01-01T00:00:00Z"}).json()
+            deadline = time.monotonic() + 60
+            while http.get(f"/api/v1/memories/{made['id']}").json()["status"] != "expired":
+                assert time.monotonic() < deadline, running.log_path.read_text()
+                time.sleep(0.5)
+            (record,) = http.get("/api/v1/audit").json()["records"]
+            assert record["action"] == "expire" and record["actor"] == "sleeper/background-reflect"
+    finally:
+        running.stop()

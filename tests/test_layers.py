@@ -50,3 +50,13 @@ def test_public_api_of_retrieval():
     )
     for name in retrieval.__all__:
         assert getattr(retrieval, name) is not None
+
+
+def test_public_api_of_compactor():
+    import compactor
+
+    assert sorted(compactor.__all__) == sorted(
+        ["ACTIONS", "ReflectRequest", "ReflectSettings", "list_audit", "prepare_plan", "reflect", "render_reflect_text"]
+    )
+    for name in compactor.__all__:
+        assert getattr(compactor, name) is not None

@@ -24,6 +24,28 @@ def test_migrations_are_named_and_recorded_once(make_engine):
         assert connection.execute(text("SELECT count(*) FROM schema_migrations")).scalar() == len(MIGRATIONS)
 
 
+def test_a_store_of_the_first_release_is_migrated(tmp_path):
+    """A data dir written before m002 gets the audit log's tenancy columns, and keeps its rows."""
+    from retrieval.schema import open_engine, schema_migrations
+    from retrieval.store import MemoryStore
+
+    path = tmp_path / "memories.sqlite"
+    old = open_engine(path)
+    with old.begin() as connection:
+        schema_migrations.create(connection)
+        name, first = MIGRATIONS[0]
+        first(connection)
+        connection.execute(schema_migrations.insert().values(name=name, applied_at="2026-11-01T00:00:00.000000Z"))
+        connection.execute(text("INSERT INTO audit_log VALUES ('a1', 't', 'x', 'archive', NULL, '[]', '{}', '{}', 'r')"))
+    old.dispose()
+    store = MemoryStore.open(path)
+    with store.engine.connect() as connection:
+        columns = [row[1] for row in connection.execute(text("PRAGMA table_info(audit_log)"))]
+        kept = connection.execute(text("SELECT id, owner_id, team_id FROM audit_log")).all()
+    store.close()
+    assert columns[-2:] == ["owner_id", "team_id"] and kept == [("a1", "", None)]
+
+
 def test_model_name_and_dimension_are_stored(make_engine):
     engine = make_engine()
     assert engine.store.get_meta("embedding_model") == "fake:hash-64"

@@ -72,6 +72,12 @@ def test_no_read_path_leaks(server, memory_specs, principal_specs, query_words):
             for memory_id, _, _ in stored:
                 status = http.get(f"/api/v1/memories/{memory_id}").status_code
                 assert status == (200 if memory_id in visible else 404)
+            for team_id in (None, *teams):  # reflect's dry run names the memories it would change
+                report = http.post("/api/v1/reflect", json={"dry_run": True, "since": "2000-01-01T00:00:00Z",
+                                                            "team_id": team_id}).json()
+                for item in report["summaries"] + report["promotions"]:
+                    returned |= set(item["derived_from"])
+                returned |= {item["id"] for items in report["lifecycle"].values() for item in items}
         _, results = anyio.run(mcp_call, server.url, key, [
             ("recall_context", {"query": query, "max_items": 50}),
             ("recall", {"query": query, "limit": 20}),

@@ -1,0 +1,300 @@
+"""The planner: a pure function from a snapshot of memories, their stored vectors, the options, the
+settings and `now` to an ordered list of typed changes. A dry run shows this plan; a real run applies it.
+
+Order of the pass: expire, then summarize and promote over the window's episodes, then decay and
+archive. A memory changed twice in one plan (marked as summarized, then decayed) carries its versions
+forward, so each change is checked against the version the one before it left.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from retrieval import Memory, MemoryStatus, MemoryType
+from retrieval.embedding import text_sha256
+from retrieval.records import format_time
+
+from .clustering import cluster_vectors
+from .lifecycle import BASE_KEY, base_importance, decayed_importance, idle_days, is_expired, is_protected, should_archive
+from .options import ReflectOptions
+from .settings import ReflectSettings
+from .summarizer import ClusterView, Summarizer, heading_for
+
+__all__ = [
+    "PROMOTED_KEY",
+    "SUMMARIZED_KEY",
+    "Change",
+    "Plan",
+    "Snapshot",
+    "plan_reflection",
+]
+
+# Marks written into members' metadata. A member with SUMMARIZED_KEY is never clustered again; one
+# with PROMOTED_KEY is never promoted again (the same evidence is promoted once).
+SUMMARIZED_KEY = "summarized_into"
+PROMOTED_KEY = "promoted_into"
+_IDS = uuid.UUID("6f1e7a52-3c1b-4b7e-9a55-0d7c2b1f4e10")  # namespace of the ids reflect derives
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """What one read transaction saw: the window's episodes (newest first, at most `limit`), the
+    overdue memories, the longest-unused memories, and the stored vectors of the episodes."""
+
+    episodes: tuple[Memory, ...] = ()
+    overdue: tuple[Memory, ...] = ()
+    stalest: tuple[Memory, ...] = ()
+    vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One audited change: `pairs` are (record as planned on, new record); None before means created."""
+
+    action: str
+    reason: str
+    pairs: tuple[tuple[Memory | None, Memory], ...]
+    detail: Mapping[str, Any]
+
+    @property
+    def memory_ids(self) -> list[str]:
+        return [after.id for _, after in self.pairs]
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    plan_id: str
+    now: datetime
+    options: ReflectOptions
+    changes: tuple[Change, ...]
+    candidates: Mapping[str, int]
+
+    def of(self, action: str) -> list[Change]:
+        return [c for c in self.changes if c.action == action]
+
+    def counts(self) -> dict[str, int]:
+        tally = Counter(c.action for c in self.changes)
+        names = {"summarize": "summarized", "promote": "promoted", "expire": "expired", "decay": "decayed",
+                 "archive": "archived"}
+        return {names[a]: tally.get(a, 0) for a in names}
+
+
+def plan_reflection(
+    snapshot: Snapshot,
+    options: ReflectOptions,
+    settings: ReflectSettings,
+    summarizer: Summarizer,
+    now: datetime,
+) -> Plan:
+    """The changes a pass makes, deterministic in its inputs."""
+    plan_id = _plan_id(snapshot, options, now)
+    builder = _Builder(plan_id, options, settings, summarizer, now)
+    builder.expire(snapshot.overdue)
+    builder.consolidate(snapshot.episodes, snapshot.vectors)
+    builder.age(snapshot.stalest)
+    return Plan(plan_id, now, options, tuple(builder.changes), builder.candidates)
+
+
+def _plan_id(snapshot: Snapshot, options: ReflectOptions, now: datetime) -> str:
+    seen = sorted({(m.id, m.version) for m in (*snapshot.episodes, *snapshot.overdue, *snapshot.stalest)})
+    described = {**options.describe(), "actions": list(options.actions), "now": format_time(now), "seen": seen}
+    digest = hashlib.sha256(json.dumps(described, sort_keys=True).encode()).hexdigest()
+    return str(uuid.uuid5(_IDS, digest))
+
+
+class _Builder:
+    def __init__(self, plan_id: str, options: ReflectOptions, settings: ReflectSettings, summarizer: Summarizer,
+                 now: datetime) -> None:
+        self.plan_id = plan_id
+        self.options = options
+        self.settings = settings
+        self.summarizer = summarizer
+        self.now = now
+        self.stamp = format_time(now)
+        self.changes: list[Change] = []
+        self.latest: dict[str, Memory] = {}
+        self.expired: set[str] = set()
+        self.waiting: set[str] = set()
+        self.candidates: dict[str, int] = {"episodes": 0, "unvectored": 0, "clusters": 0, "overdue": 0, "lifecycle": 0}
+
+    # -- bookkeeping --------------------------------------------------------------------------
+
+    def current(self, memory: Memory) -> Memory:
+        return self.latest.get(memory.id, memory)
+
+    def bump(self, memory: Memory, **fields: Any) -> Memory:
+        return replace(memory, updated_at=self.stamp, version=memory.version + 1, **fields)
+
+    def record(self, action: str, reason: str, pairs: Sequence[tuple[Memory | None, Memory]],
+               detail: Mapping[str, Any]) -> None:
+        for _, after in pairs:
+            self.latest[after.id] = after
+        self.changes.append(Change(action, reason, tuple(pairs), detail))
+
+    def wants(self, action: str) -> bool:
+        return action in self.options.actions
+
+    # -- expire -------------------------------------------------------------------------------
+
+    def expire(self, overdue: Sequence[Memory]) -> None:
+        if not self.wants("expire"):
+            return
+        self.candidates["overdue"] = len(overdue)
+        for memory in overdue:
+            if memory.status != MemoryStatus.ACTIVE or not is_expired(memory, self.now):
+                continue
+            after = self.bump(memory, status=MemoryStatus.EXPIRED)
+            self.record("expire", f"expires_at {memory.expires_at} has passed", [(memory, after)],
+                        {"id": memory.id, "expires_at": memory.expires_at})
+            self.expired.add(memory.id)
+
+    # -- summarize and promote ----------------------------------------------------------------
+
+    def consolidate(self, episodes: Sequence[Memory], vectors: Mapping[str, np.ndarray]) -> None:
+        if not (self.wants("summarize") or self.wants("promote")):
+            return
+        pool = [
+            m for m in episodes
+            if m.status == MemoryStatus.ACTIVE and m.id not in self.expired and SUMMARIZED_KEY not in m.metadata
+        ]
+        self.candidates["episodes"] = len(pool)
+        with_vectors = [m for m in pool if m.id in vectors]
+        self.candidates["unvectored"] = len(pool) - len(with_vectors)
+        consolidated: set[str] = set()
+        for members in _by_space(with_vectors):
+            matrix = np.stack([vectors[m.id] for m in members])
+            for rows in cluster_vectors(matrix, self.settings.cluster_max_distance, self.settings.min_cluster_size):
+                self.candidates["clusters"] += 1
+                cluster = [members[r] for r in rows]
+                if self.consolidate_cluster(cluster, matrix[rows]):
+                    consolidated.update(m.id for m in cluster)
+        if self.wants("promote"):
+            for memory in sorted(pool, key=_chronological):
+                if memory.id not in consolidated and self.read_often(memory):
+                    self.promote_single(memory)
+        # An episode still waiting in the window is kept for the next pass, not archived in this one:
+        # archiving it would change what the next pass clusters (docs/reflect.md, "Running again").
+        self.waiting = {m.id for m in pool} - consolidated
+
+    def consolidate_cluster(self, cluster: list[Memory], matrix: np.ndarray) -> bool:
+        view = _view(cluster, matrix)
+        recurring = view.sessions >= self.settings.promote_min_sessions or len(view.days) >= self.settings.promote_min_days
+        fresh_evidence = not any(PROMOTED_KEY in m.metadata for m in cluster)
+        substantial = float(np.median([len(m.content.split()) for m in cluster])) >= self.settings.promote_min_words
+        if self.wants("promote") and recurring and fresh_evidence and substantial:
+            reason = f"{len(cluster)} similar memories recur over {view.sessions} sessions and {len(view.days)} days"
+            self.derive("promote", view, MemoryType.SEMANTIC, "Recurring topic", reason)
+            return True
+        if self.wants("summarize"):
+            reason = f"{len(cluster)} memories within cosine distance {self.settings.cluster_max_distance} of each other"
+            self.derive("summarize", view, MemoryType.EPISODIC, "Summary", reason)
+            return True
+        return False
+
+    def derive(self, action: str, view: ClusterView, memory_type: MemoryType, kind: str, reason: str) -> None:
+        members = [self.current(m) for m in view.members]
+        content = self.summarizer.summarize(view, heading=heading_for(kind, view))
+        made = self.new_memory(action, members, content, memory_type, {
+            "summarizer": self.summarizer.name, "sessions": view.sessions, "days": len(view.days),
+        })
+        marks = {SUMMARIZED_KEY: made.id} if action == "summarize" else {SUMMARIZED_KEY: made.id, PROMOTED_KEY: made.id}
+        pairs: list[tuple[Memory | None, Memory]] = [(None, made)]
+        pairs += [(m, self.bump(m, metadata={**m.metadata, **marks})) for m in members]
+        self.record(action, reason, pairs, {
+            "id": made.id, "type": made.type.value, "path": made.path, "content": made.content,
+            "derived_from": list(made.derived_from), "members": len(members), "sessions": view.sessions,
+            "days": len(view.days),
+        })
+
+    def read_often(self, memory: Memory) -> bool:
+        return PROMOTED_KEY not in memory.metadata and memory.access_count >= self.settings.promote_min_access
+
+    def promote_single(self, memory: Memory) -> None:
+        member = self.current(memory)
+        made = self.new_memory("promote", [member], member.content, MemoryType.SEMANTIC, {"reads": member.access_count})
+        reason = f"read {member.access_count} times (at least {self.settings.promote_min_access})"
+        self.record("promote", reason, [(None, made), (member, self.bump(member, metadata={**member.metadata, PROMOTED_KEY: made.id}))], {
+            "id": made.id, "type": made.type.value, "path": made.path, "content": made.content,
+            "derived_from": [member.id], "members": 1, "reads": member.access_count,
+        })
+
+    def new_memory(self, action: str, members: Sequence[Memory], content: str, memory_type: MemoryType,
+                   extra: dict[str, Any]) -> Memory:
+        first = members[0]
+        ordered = sorted(members, key=_chronological)
+        return Memory(
+            id=str(uuid.uuid5(_IDS, f"{action}:{','.join(sorted(m.id for m in members))}")),
+            owner_id=self.options.filters.owner_id,
+            team_id=first.team_id,
+            bucket=first.bucket,
+            scope=first.scope,
+            path=_common_path([m.path for m in members]),
+            type=memory_type,
+            content=content,
+            content_sha256=text_sha256(content),
+            importance=max(m.importance for m in members),
+            confidence=round(sum(m.confidence for m in members) / len(members), 4),
+            source="reflect",
+            metadata={"reflect": action, "plan_id": self.plan_id, **extra},
+            created_at=self.stamp,
+            updated_at=self.stamp,
+            occurred_at=ordered[-1].occurred_at,
+            derived_from=tuple(m.id for m in ordered),
+        )
+
+    # -- decay and archive --------------------------------------------------------------------
+
+    def age(self, stalest: Sequence[Memory]) -> None:
+        if not (self.wants("decay") or self.wants("archive")):
+            return
+        self.candidates["lifecycle"] = len(stalest)
+        for planned in stalest:
+            memory = self.current(planned)
+            if memory.status != MemoryStatus.ACTIVE or memory.id in self.expired or is_protected(memory, self.settings):
+                continue
+            idle = round(idle_days(memory, self.now), 2)
+            target = decayed_importance(memory, self.now, self.settings)
+            if self.wants("decay") and target <= memory.importance - self.settings.decay_min_change:
+                after = self.bump(memory, importance=target, metadata={**memory.metadata, BASE_KEY: base_importance(memory)})
+                self.record("decay", f"unused for {idle} days (half-life {self.settings.decay_half_life_days} days)",
+                            [(memory, after)], {"id": memory.id, "importance_before": memory.importance,
+                                                "importance_after": target, "idle_days": idle})
+                memory = after
+            if self.wants("archive") and memory.id not in self.waiting and should_archive(memory, self.now, self.settings):
+                after = self.bump(memory, status=MemoryStatus.ARCHIVED)
+                self.record("archive", f"importance {target} < {self.settings.archive_importance} after {idle} idle days",
+                            [(memory, after)], {"id": memory.id, "importance": target, "idle_days": idle})
+
+
+def _chronological(memory: Memory) -> tuple[str, str]:
+    return (memory.occurred_at, memory.id)
+
+
+def _by_space(memories: Sequence[Memory]) -> list[list[Memory]]:
+    """Episodes grouped by the boundary a summary may not cross (team, bucket, scope), each in time order."""
+    spaces: dict[tuple[str, str, str], list[Memory]] = {}
+    for memory in memories:
+        spaces.setdefault((memory.team_id or "", memory.bucket, memory.scope), []).append(memory)
+    return [sorted(spaces[key], key=_chronological) for key in sorted(spaces)]
+
+
+def _view(cluster: Sequence[Memory], matrix: np.ndarray) -> ClusterView:
+    sessions = {m.session_id for m in cluster if m.session_id}
+    days = tuple(sorted({m.occurred_at[:10] for m in cluster}))
+    return ClusterView(tuple(cluster), matrix, max(len(sessions), 1), days)
+
+
+def _common_path(paths: Sequence[str]) -> str:
+    """The path most members share (ties: the smallest)."""
+    counts = Counter(paths)
+    best = max(counts.values())
+    return min(p for p, n in counts.items() if n == best)

@@ -1,0 +1,52 @@
+"""Reading what a pass plans on: one read transaction over the system of record, plus stored vectors."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime
+
+import numpy as np
+
+from retrieval import MemoryEngine, MemoryStatus
+from retrieval.records import format_time
+
+from .options import ReflectOptions
+from .plan import Snapshot
+
+__all__ = ["read_snapshot"]
+
+
+def read_snapshot(engine: MemoryEngine, options: ReflectOptions, now: datetime) -> Snapshot:
+    """The memories the requested actions look at, as one consistent snapshot (SQLite WAL read).
+
+    Vectors come from the embedding cache, else from the index; a memory with neither is counted as
+    unvectored and left out of clustering. Nothing is encoded here.
+    """
+    wanted = set(options.actions)
+    store = engine.store
+    # Episodes of every status fill the `limit`, so that the candidate set does not shift when a pass
+    # archives or expires some of them; the planner then looks at the active ones only.
+    any_status = replace(options.filters, statuses=tuple(MemoryStatus))
+    with store.engine.connect() as connection, connection.begin():
+        episodes = (
+            store.window_episodes(any_status, format_time(options.since), format_time(options.until),
+                                  options.limit, connection)
+            if wanted & {"summarize", "promote"} else []
+        )
+        overdue = store.overdue(options.filters, format_time(now), options.limit, connection) if "expire" in wanted else []
+        stalest = store.stalest(options.filters, options.limit, connection) if wanted & {"decay", "archive"} else []
+    return Snapshot(
+        episodes=tuple(memory for memory, _ in episodes),
+        overdue=tuple(overdue),
+        stalest=tuple(stalest),
+        vectors=_stored_vectors(engine, episodes),
+    )
+
+
+def _stored_vectors(engine: MemoryEngine, episodes: list) -> dict[str, np.ndarray]:  # type: ignore[type-arg]
+    by_digest = engine.embedder.cached_vectors(sorted({digest for _, digest in episodes}))
+    vectors = {memory.id: by_digest[digest] for memory, digest in episodes if digest in by_digest}
+    missing = [memory.id for memory, _ in episodes if memory.id not in vectors]
+    if missing:
+        vectors.update(engine.index.dense_vectors(missing))
+    return vectors

@@ -1,0 +1,142 @@
+"""Summaries of clusters. The default is extractive and deterministic; a language model can be plugged in
+behind the same `Summarizer` interface later, and nothing here needs one.
+
+Extractive selection is maximal marginal relevance (Carbonell and Goldstein, 1998) over the members'
+stored vectors: pick the member closest to the cluster centroid, then each next member by
+(1 - diversity) * cos(member, centroid) - diversity * max cos(member, picked), until the sentence or
+token budget is spent (relevance is scaled down for replies shorter than INFORMATIVE_WORDS). Each picked member contributes its first sentence; the picks are listed in the
+order they happened, under a header with the count, the dates and the sessions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from retrieval import Memory
+from retrieval.tokens import TokenCounter
+
+__all__ = ["ClusterView", "ExtractiveSummarizer", "Summarizer", "heading_for", "informativeness", "key_sentence", "representatives"]
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SPEAKER = re.compile(r"^[A-Z][\w.' -]{0,39}: ")  # "Caroline: " in a transcript
+MAX_SENTENCE_TOKENS = 60  # a single long member cannot take the whole budget
+# Sentences shorter than this many words weigh proportionally less as representatives: in LoCoMo,
+# replies such as "Thanks, Nate!" sit close to a cluster's centroid and say nothing.
+INFORMATIVE_WORDS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """What a summarizer sees: the members in the order they happened, and their vectors in that order."""
+
+    members: tuple[Memory, ...]
+    vectors: np.ndarray
+    sessions: int
+    days: tuple[str, ...]
+
+
+class Summarizer(Protocol):
+    """Turns a cluster into the text of one memory; `name` is recorded in the summary's metadata."""
+
+    @property
+    def name(self) -> str: ...
+
+    def summarize(self, cluster: ClusterView, *, heading: str) -> str: ...
+
+
+def informativeness(text: str) -> float:
+    """min(1, words / INFORMATIVE_WORDS): a short reply ("Thanks, Nate!") says less than a full sentence."""
+    return min(1.0, len(text.split()) / INFORMATIVE_WORDS)
+
+
+def representatives(vectors: np.ndarray, count: int, diversity: float, weights: Sequence[float] | None = None) -> list[int]:
+    """Row indices chosen by MMR against the centroid, relevance scaled by `weights`; ties go to the
+    earlier row."""
+    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    centroid = unit.mean(axis=0)
+    centroid /= max(float(np.linalg.norm(centroid)), 1e-12)
+    relevance = unit @ centroid
+    if weights is not None:
+        relevance = relevance * np.asarray(weights, dtype=np.float64)
+    similarity = unit @ unit.T
+    chosen: list[int] = []
+    while len(chosen) < min(count, len(unit)):
+        best, best_score = -1, -np.inf
+        for row in range(len(unit)):
+            if row in chosen:
+                continue
+            redundancy = max((similarity[row, c] for c in chosen), default=0.0)
+            score = (1.0 - diversity) * relevance[row] - diversity * redundancy
+            if score > best_score + 1e-12:
+                best, best_score = row, score
+        chosen.append(best)
+    return chosen
+
+
+def key_sentence(content: str) -> str:
+    """The member's first sentence of at least INFORMATIVE_WORDS words, else its longest; a leading
+    speaker label ("Caroline: ...") stays in front of it."""
+    text = " ".join(content.split())
+    label = ""
+    found = _SPEAKER.match(text)
+    if found:
+        label, text = found.group(0), text[found.end():]
+    sentences = [s for s in _SENTENCE_END.split(text) if s] or [text]
+    chosen = next((s for s in sentences if len(s.split()) >= INFORMATIVE_WORDS), None)
+    if chosen is None:
+        chosen = max(sentences, key=lambda s: (len(s.split()), -sentences.index(s)))
+    return label + chosen
+
+
+class ExtractiveSummarizer:
+    """Representative member sentences under a sentence and token budget (cl100k)."""
+
+    name = "extractive-mmr-v1"
+
+    def __init__(self, tokens: TokenCounter, max_sentences: int, max_tokens: int, diversity: float) -> None:
+        self._tokens = tokens
+        self._max_sentences = max_sentences
+        self._max_tokens = max_tokens
+        self._diversity = diversity
+
+    def summarize(self, cluster: ClusterView, *, heading: str) -> str:
+        weights = [informativeness(key_sentence(m.content)) for m in cluster.members]
+        order = representatives(cluster.vectors, self._max_sentences, self._diversity, weights)
+        used = self._tokens.count(heading)
+        picked: list[int] = []
+        for row in order:
+            line = self._line(cluster.members[row].content)
+            cost = self._tokens.count("\n" + line)
+            if picked and used + cost > self._max_tokens:
+                break
+            picked.append(row)
+            used += cost
+        lines = [self._line(cluster.members[row].content) for row in sorted(picked)]
+        text = heading + "".join("\n" + line for line in lines)
+        return self._cut(text)
+
+    def _line(self, content: str) -> str:
+        sentence = key_sentence(content)
+        tokens = self._tokens.encode(sentence)
+        if len(tokens) > MAX_SENTENCE_TOKENS:
+            sentence = self._tokens.decode(tokens[:MAX_SENTENCE_TOKENS]).rsplit(" ", 1)[0] + " …"
+        return f"- {sentence}"
+
+    def _cut(self, text: str) -> str:
+        tokens = self._tokens.encode(text)
+        if len(tokens) <= self._max_tokens:
+            return text
+        return self._tokens.decode(tokens[: self._max_tokens - 1]).rsplit(" ", 1)[0] + " …"
+
+
+def heading_for(kind: str, cluster: ClusterView) -> str:
+    first, last = cluster.days[0], cluster.days[-1]
+    span = first if first == last else f"{first} to {last}"
+    sessions = f", {cluster.sessions} sessions" if cluster.sessions > 1 else ""
+    return f"{kind} of {len(cluster.members)} related memories ({span}{sessions}):"
+
