@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from retrieval import ConflictError, Memory, MemoryEngine, StoreError
+from retrieval import ConflictError, MemoryEngine, StoreError
 from retrieval.embedding import text_sha256
 from retrieval.engine import INDEX_BATCH, embedding_text
 

@@ -161,11 +161,7 @@ def compare_clustering(
                 next_label += 1
         seconds = time.perf_counter() - started
         sizes = Counter(labels[labels >= 0].tolist())
-
-        def together(pairs: Sequence[tuple[int, int]]) -> float:
-            return float(np.mean([labels[a] >= 0 and labels[a] == labels[b] for a, b in pairs])) if pairs else 0.0
-
-        evidence, random_rate = together(evidence_pairs), together(chance)  # type: ignore[arg-type]
+        evidence, random_rate = _together(labels, evidence_pairs), _together(labels, chance)  # type: ignore[arg-type]
         rows.append({
             "method": name, "clusters": len(sizes), "coverage": round(float((labels >= 0).mean()), 3),
             "max_size": max(sizes.values(), default=0), "evidence_together": round(evidence, 3),
@@ -173,6 +169,11 @@ def compare_clustering(
             "lift": round(evidence / random_rate, 1) if random_rate else None, "seconds": round(seconds, 2),
         })
     return rows
+
+
+def _together(labels: np.ndarray, pairs: Sequence[tuple[int, int]]) -> float:
+    """The share of pairs whose two rows are in the same cluster."""
+    return float(np.mean([labels[a] >= 0 and labels[a] == labels[b] for a, b in pairs])) if pairs else 0.0
 
 
 def _methods(min_size: int) -> dict[str, Callable[[np.ndarray], list[list[int]]]]:

@@ -23,13 +23,11 @@ from retrieval import (
     MemoryStatus,
     PermissionDeniedError,
     Principal,
-    RememberRequest,
     StoreError,
     archive_memory,
     get_memory,
     import_records,
     recall_context,
-    remember,
 )
 from retrieval.records import format_time
 

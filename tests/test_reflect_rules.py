@@ -247,3 +247,17 @@ def test_locomo_turns_that_answer_one_question_cluster_together():
     assert chosen["lift"] >= 4.0 and chosen["coverage"] >= 0.8 and chosen["max_size"] <= 100
     for other in ("threshold graph, cos >= 0.6", "average linkage, d < 0.5", "HDBSCAN, min_cluster_size 3"):
         assert chosen["lift"] > rows[other]["lift"], rows
+
+
+def test_mcp_text_shows_the_five_counts_and_at_most_20_audit_ids():
+    from compactor import render_reflect_text
+
+    report = {"dry_run": False, "actions": ["archive"], "audit_record_ids": [f"id-{i}" for i in range(25)],
+              "counts": {"summarized": 0, "promoted": 0, "expired": 0, "decayed": 0, "archived": 25}}
+    lines = render_reflect_text(report).splitlines()
+    assert lines[:11] == ["### Memory Reflect Report", "Dry Run: false", "Actions: archive", "Summarized: 0",
+                          "Promoted: 0", "Expired: 0", "Decayed: 0", "Archived: 25", "Audit Records: 25",
+                          "Audit IDs:", "- id-0"]
+    assert lines[-2:] == ["- id-19", "... and 5 more"] and len(lines) == 10 + 20 + 1
+    empty = render_reflect_text({**report, "audit_record_ids": [], "dry_run": True}).splitlines()
+    assert empty[1] == "Dry Run: true" and empty[-1] == "Audit Records: 0"
