@@ -54,8 +54,8 @@ def seed_lines() -> list[dict[str, Any]]:
     memory read often (to promote alone), and memories to expire, decay, archive, or leave alone."""
     lines = []
     for name in ("postgres-migration", "flaky-ci"):
-        lines += [line(s, session_id=f"s-{name}", occurred_at=ago(hours=3 + i)) for i, s in enumerate(TOPICS[name])]
-    lines += [line(s, session_id=f"trip-{i}", occurred_at=ago(days=i, hours=1), created_at=ago(days=i, hours=1))
+        lines += [line(s, session_id=f"s-{name}", occurred_at=ago(hours=8 - i)) for i, s in enumerate(TOPICS[name])]
+    lines += [line(s, session_id=f"trip-{i}", occurred_at=ago(days=4 - i, hours=1), created_at=ago(days=4 - i, hours=1))
               for i, s in enumerate(TOPICS["japan-trip"])]
     lines += [
         line("The user's favourite editor is Helix with the default keymap.", access_count=9,
