@@ -62,7 +62,7 @@ def decayed_importance(memory: Memory, now: datetime, settings: ReflectSettings)
     base = base_importance(memory)
     lowest = min(settings.decay_floor, base)
     factor = 2.0 ** (-idle_days(memory, now) / settings.decay_half_life_days)
-    return min(base, max(lowest, round(base * factor, 4)))
+    return float(min(base, max(lowest, round(base * factor, 4))))
 
 
 def is_expired(memory: Memory, now: datetime) -> bool:

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -95,8 +95,8 @@ class SentenceTransformerEmbedder:
     def __init__(self, model_path: str, batch_size: int = 64) -> None:
         self.model_path = model_path
         self.batch_size = batch_size
-        self._model = None
-        self._query_graph = None  # a traced module, False when tracing is not possible
+        self._model: Any = None
+        self._query_graph: Any = None  # a traced module, False when tracing is not possible
         self._lock = threading.RLock()
         self._batcher = _Batcher(self._infer)
         self._name = f"sentence-transformers:{Path(model_path).name}"
@@ -107,7 +107,7 @@ class SentenceTransformerEmbedder:
     def name(self) -> str:
         return self._name
 
-    def _load(self):  # type: ignore[no-untyped-def]
+    def _load(self) -> Any:
         if self._model is None:
             with self._lock:
                 if self._model is None:
@@ -122,7 +122,7 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """One text on the latency path (batched with concurrent callers, else the traced graph)."""
-        return self._batcher.submit([text], True)[0]
+        return np.asarray(self._batcher.submit([text], True)[0], dtype=np.float32)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -147,7 +147,7 @@ class SentenceTransformerEmbedder:
         model = self._load()
         with torch.inference_mode():
             batch = model.tokenizer(texts, return_tensors="pt", truncation=True, max_length=model.max_seq_length)
-            return self._query_graph(batch["input_ids"], batch["attention_mask"]).numpy().astype(np.float32)
+            return np.asarray(self._query_graph(batch["input_ids"], batch["attention_mask"]).numpy(), dtype=np.float32)
 
     def _encode(self, texts: Sequence[str]) -> np.ndarray:
         vectors = self._load().encode(
@@ -161,7 +161,7 @@ class SentenceTransformerEmbedder:
 
 
 @functools.lru_cache(maxsize=2)
-def _load_model(model_path: str):  # type: ignore[no-untyped-def]
+def _load_model(model_path: str) -> Any:
     """Load a local model once per process (engines opened again reuse it); never from a hub."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -172,7 +172,7 @@ def _load_model(model_path: str):  # type: ignore[no-untyped-def]
     return SentenceTransformer(model_path, device="cpu", local_files_only=True)
 
 
-def _trace_query_graph(model):  # type: ignore[no-untyped-def]
+def _trace_query_graph(model: Any) -> Any:
     """Trace transformer + mean pooling + L2 norm for one unpadded text; verify it against encode().
 
     Returns False when the model is not a plain transformer-plus-mean-pooling stack or the traced
@@ -205,7 +205,7 @@ def _trace_query_graph(model):  # type: ignore[no-untyped-def]
             warnings.simplefilter("ignore")  # tracing warns about data-dependent branches it records
             batch = model.tokenizer([probe], return_tensors="pt")
             graph = torch.jit.freeze(
-                torch.jit.trace(
+                torch.jit.trace(  # type: ignore[no-untyped-call]
                     _MeanPooled(modules[0].auto_model).eval(),
                     (batch["input_ids"], batch["attention_mask"]),
                     strict=False,

@@ -52,7 +52,7 @@ class Ranked:
 def recency(occurred_ts: float, now: datetime, half_life_days: float) -> float:
     """0.5 ** (age in days / half-life); 1 for a memory from now or the future."""
     age_days = max(0.0, (now.timestamp() - occurred_ts) / 86400.0)
-    return 0.5 ** (age_days / half_life_days)
+    return float(0.5 ** (age_days / half_life_days))
 
 
 def rank_candidates(candidates: Sequence[FusedCandidate], now: datetime, half_life_days: float) -> list[Ranked]:

@@ -165,7 +165,7 @@ def hybrid_retrieve(
     sparse_query = engine.sparse.query(query) if "bm25" in channels else None
     flt = IndexFilter.from_read_filters(filters, ids)
     dense_hits, bm25_hits = engine.index.search(dense_query, sparse_query, flt, depth, depth)
-    fill = _dense_fill(engine, dense_query, dense_hits, bm25_hits) if strategy == "hybrid" else {}
+    fill = _dense_fill(engine, dense_query, dense_hits, bm25_hits) if strategy == "hybrid" and dense_query is not None else {}
     fused = [
         c for c in _fuse(dense_hits, bm25_hits, strategy, fill, alpha)
         if c.bm25_rank is not None or (c.dense_score is not None and c.dense_score >= MIN_DENSE_MATCH)

@@ -25,7 +25,7 @@ def render_context_text(pack: dict[str, Any]) -> str:
         )
     lines.extend(f"Reference: {i['id']} | Type: {i['type']} | Location: {i['path']}" for i in items)
     lines.append("Context:")
-    return "\n".join(lines) + "\n" + pack["context_text"]
+    return "\n".join(lines) + "\n" + str(pack["context_text"])
 
 
 def render_search_text(results: list[dict[str, Any]], title: str) -> str:

@@ -110,9 +110,10 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        holder["engine"] = opened or await to_thread.run_sync(
-            lambda: MemoryEngine(settings.retrieval, embedder=embedder)
-        )
+        if opened is not None:
+            holder["engine"] = opened
+        else:
+            holder["engine"] = await to_thread.run_sync(lambda: MemoryEngine(settings.retrieval, embedder=embedder))
         background = (
             asyncio.create_task(run_periodically(running_engine, settings))
             if settings.reflect_interval_seconds > 0 else None

@@ -28,7 +28,7 @@ from .errors import status_of
 __all__ = ["build_mcp"]
 
 
-def _principal(ctx: Context) -> Principal:  # type: ignore[type-arg]
+def _principal(ctx: Context) -> Principal:
     request = ctx.request_context.request
     principal = getattr(getattr(request, "state", None), "principal", None)
     if not isinstance(principal, Principal):  # the edge middleware guarantees it; fail closed anyway
@@ -36,8 +36,8 @@ def _principal(ctx: Context) -> Principal:  # type: ignore[type-arg]
     return principal
 
 
-def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSettings) -> MCPServer:  # type: ignore[type-arg]
-    server: MCPServer = MCPServer(name="xmemo", instructions="Long-term memory for agents: remember, recall, reflect.")  # type: ignore[type-arg]
+def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSettings) -> MCPServer:
+    server: MCPServer = MCPServer(name="xmemo", instructions="Long-term memory for agents: remember, recall, reflect.")
 
     async def run(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a use case off the event loop; domain errors reach the client with the REST status."""
@@ -48,7 +48,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
 
     @server.tool(name="remember", description="Persist a memory (content at a logical path).")
     async def remember_tool(
-        content: str, path: str, ctx: Context, memory_type: str = "auto", bucket: str = "personal",  # type: ignore[type-arg]
+        content: str, path: str, ctx: Context, memory_type: str = "auto", bucket: str = "personal",
         scope: str = "", team_id: str | None = None, importance: float = 0.5, semantic_key: str | None = None,
         dedupe: bool = False,
     ) -> str:
@@ -63,17 +63,17 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         return f"Remembered: {data['id']} (version {data['version']}, {data['outcome']})"
 
     @server.tool(name="recall_context", description="Bounded context pack for a task: ranked memories under item and token budgets.")
-    async def recall_context_tool(query: str, ctx: Context, max_items: int = 8, max_tokens: int = 1500) -> str:  # type: ignore[type-arg]
+    async def recall_context_tool(query: str, ctx: Context, max_items: int = 8, max_tokens: int = 1500) -> str:
         pack = await run(recall_context, _principal(ctx), query, max_items=max_items, max_tokens=max_tokens)
         return render_context_text(pack)
 
     @server.tool(name="recall", description="Light best-effort recall: the few most relevant memories.")
-    async def recall_tool(query: str, ctx: Context, limit: int = 5) -> str:  # type: ignore[type-arg]
+    async def recall_tool(query: str, ctx: Context, limit: int = 5) -> str:
         found = await run(recall, _principal(ctx), query, limit=limit)
         return render_search_text(found["results"], "XMemo Recall")
 
     @server.tool(name="search_memory", description="Strict search: only memories that match well; may return nothing.")
-    async def search_memory_tool(query: str, ctx: Context, limit: int = 10, min_score: float | None = None) -> str:  # type: ignore[type-arg]
+    async def search_memory_tool(query: str, ctx: Context, limit: int = 10, min_score: float | None = None) -> str:
         found = await run(search_memory, _principal(ctx), query, limit=limit, min_score=min_score)
         return render_search_text(found["results"], "XMemo Search")
 
@@ -81,7 +81,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         "Bounded maintenance pass: summarize and promote similar episodes, expire, decay and archive. "
         "Preview with dry_run=true first."))
     async def reflect_tool(
-        ctx: Context, actions_csv: str = "summarize,promote,expire,decay,archive", dry_run: bool = False,  # type: ignore[type-arg]
+        ctx: Context, actions_csv: str = "summarize,promote,expire,decay,archive", dry_run: bool = False,
         time_window_hours: float = 24.0, since: str = "", until: str = "", path_filter: str = "%",
         owner_filter: str = "", bucket: str = "%", scope: str = "", team_id: str = "", limit: int = 500,
     ) -> str:
@@ -94,7 +94,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         return render_reflect_text(report)
 
     @server.tool(name="get_mcp_identity", description="Who this connection is: owner, agent, tenant and scopes.")
-    async def get_mcp_identity(ctx: Context) -> str:  # type: ignore[type-arg]
+    async def get_mcp_identity(ctx: Context) -> str:
         principal = _principal(ctx)
         return render_identity_text({
             "owner_id": principal.owner_id, "agent_id": principal.agent_id,

@@ -128,7 +128,7 @@ class EdgeIndex:
         if not ids:
             return {}
         records = self._shard.retrieve(list(ids), with_payload=False, with_vector=[DENSE])
-        return {str(r.id): np.asarray(r.vector[DENSE], dtype=np.float32) for r in records}
+        return {str(r.id): np.asarray(r.vector[DENSE], dtype=np.float32) for r in records}  # type: ignore[call-overload, index]
 
     def iter_ids(self) -> Iterator[str]:
         offset = None

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 from qdrant_client import QdrantClient, models
@@ -13,6 +13,8 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from ..errors import IndexUnavailableError
 from ..sparse import SparseVector
 from .base import DENSE, KEYWORD_FIELDS, RANKING_FIELDS, SPARSE, IndexFilter, IndexHit, IndexPoint, hit_from
+
+T = TypeVar("T")
 
 __all__ = ["ServerIndex"]
 
@@ -142,7 +144,7 @@ class ServerIndex:
         if not ids:
             return {}
         records = self._call(self._client.retrieve, self.collection, ids=list(ids), with_vectors=[DENSE])
-        return {str(r.id): np.asarray(r.vector[DENSE], dtype=np.float32) for r in records}
+        return {str(r.id): np.asarray(r.vector[DENSE], dtype=np.float32) for r in records}  # type: ignore[call-overload, index]
 
     def iter_ids(self) -> Iterator[str]:
         offset = None
@@ -171,7 +173,7 @@ class ServerIndex:
     def close(self) -> None:
         self._client.close()
 
-    def _call(self, method, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def _call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         try:
             return method(*args, **kwargs)
         except _FAULTS as error:
