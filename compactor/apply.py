@@ -6,7 +6,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from retrieval import ConflictError, MemoryEngine, StoreError
 from retrieval.embedding import text_sha256
-from retrieval.engine import INDEX_BATCH, embedding_text
+from retrieval.engine import embedding_text
 
 from .audit import write_audit
 from .plan import Plan
@@ -29,7 +29,7 @@ def apply_plan(engine: MemoryEngine, plan: Plan, actor: str) -> list[str]:
     with engine.write_lock:
         try:
             with engine.store.engine.begin() as connection:
-                existing = engine.store.existing_ids([m.id for m in created], connection)
+                existing = sorted(engine.store.versions([m.id for m in created], connection))
                 if existing:
                     raise ConflictError(f"memories this plan creates already exist ({', '.join(existing[:3])}); plan again")
                 engine.store.insert([(m, text_sha256(embedding_text(m))) for m in created], connection)
@@ -38,8 +38,6 @@ def apply_plan(engine: MemoryEngine, plan: Plan, actor: str) -> list[str]:
         except SQLAlchemyError as error:
             raise StoreError(f"reflect could not write its changes and audit records; nothing was applied ({error})") from error
         final = {after.id: after for change in plan.changes for _, after in change.pairs}
-        changed = list(final.values())
-        for start in range(0, len(changed), INDEX_BATCH):
-            engine.sync(changed[start : start + INDEX_BATCH])
+        engine.sync(list(final.values()))
         engine.index.flush()
     return audit_ids

@@ -24,17 +24,15 @@ _UNAUDITED = {"context"}
 MAX_AUDIT_LIMIT = 1000
 
 
-def _values(memory: Memory | None) -> dict[str, Any] | None:
-    if memory is None:
-        return None
+def _values(memory: Memory) -> dict[str, Any]:
     return {k: v for k, v in memory.to_dict().items() if k not in _UNAUDITED}
 
 
 def _difference(before: Memory | None, after: Memory) -> tuple[dict[str, Any] | None, dict[str, Any]]:
     """Created: no before, every field after. Changed: only the fields that changed, on both sides."""
     if before is None:
-        return None, _values(after) or {}
-    old, new = _values(before) or {}, _values(after) or {}
+        return None, _values(after)
+    old, new = _values(before), _values(after)
     changed = [k for k in new if old.get(k) != new[k]]
     return {k: old.get(k) for k in changed}, {k: new[k] for k in changed}
 

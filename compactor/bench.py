@@ -23,7 +23,7 @@ from retrieval.embedding import Embedder
 from retrieval.records import parse_time
 
 from .apply import apply_plan
-from .clustering import cluster_vectors
+from .clustering import cluster_vectors, unit_rows
 from .options import ReflectRequest, resolve_options
 from .plan import plan_reflection
 from .reflect import actor_of, default_summarizer
@@ -182,7 +182,7 @@ def _methods(min_size: int) -> dict[str, Callable[[np.ndarray], list[list[int]]]
             from scipy.sparse import csr_matrix
             from scipy.sparse.csgraph import connected_components
 
-            unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+            unit = unit_rows(matrix)
             _, labels = connected_components(csr_matrix(unit @ unit.T >= threshold), directed=False)
             return _groups(labels, min_size)
         return run
@@ -200,7 +200,7 @@ def _methods(min_size: int) -> dict[str, Callable[[np.ndarray], list[list[int]]]
     def hdbscan(matrix: np.ndarray) -> list[list[int]]:
         from sklearn.cluster import HDBSCAN
 
-        unit = matrix / np.linalg.norm(matrix, axis=1, keepdims=True)
+        unit = unit_rows(matrix)
         return _groups(HDBSCAN(min_cluster_size=min_size, copy=True).fit_predict(unit), min_size)
 
     methods: dict[str, Callable[[np.ndarray], list[list[int]]]] = {}

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["cluster_vectors"]
+__all__ = ["cluster_vectors", "unit_rows"]
 
 
 def cluster_vectors(vectors: np.ndarray, max_distance: float, min_size: int) -> list[list[int]]:
@@ -25,7 +25,7 @@ def cluster_vectors(vectors: np.ndarray, max_distance: float, min_size: int) -> 
     count = len(vectors)
     if count < min_size or count < 2:
         return []
-    unit = _normalised(vectors)
+    unit = unit_rows(vectors)
     distances = np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
     np.fill_diagonal(distances, 0.0)
     labels = _complete_linkage(distances, max_distance)
@@ -35,7 +35,8 @@ def cluster_vectors(vectors: np.ndarray, max_distance: float, min_size: int) -> 
     return sorted((rows for rows in groups.values() if len(rows) >= min_size), key=lambda rows: rows[0])
 
 
-def _normalised(vectors: np.ndarray) -> np.ndarray:
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (float64); a zero row stays zero."""
     matrix = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     return matrix / np.where(norms == 0.0, 1.0, norms)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from retrieval import MemoryEngine, Principal
 
 from .apply import apply_plan
@@ -46,7 +48,7 @@ def reflect(
     request: ReflectRequest,
     settings: ReflectSettings | None = None,
     summarizer: Summarizer | None = None,
-) -> dict[str, object]:
+) -> dict[str, Any]:
     """Run one pass and return its report; a dry run writes nothing."""
     plan = prepare_plan(engine, principal, request, settings, summarizer)
     audit_ids = [] if request.dry_run else apply_plan(engine, plan, actor_of(principal))

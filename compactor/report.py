@@ -11,7 +11,6 @@ from .plan import Plan
 __all__ = ["MAX_TEXT_AUDIT_IDS", "build_report", "render_reflect_text"]
 
 MAX_TEXT_AUDIT_IDS = 20
-_CONTENT_FIELDS = ("content",)
 
 
 def build_report(plan: Plan, audit_ids: list[str], *, dry_run: bool, with_content: bool = True) -> dict[str, Any]:
@@ -23,8 +22,7 @@ def build_report(plan: Plan, audit_ids: list[str], *, dry_run: bool, with_conten
     def shown(detail: Any) -> dict[str, Any]:
         item = dict(detail)
         if not with_content:
-            for name in _CONTENT_FIELDS:
-                item.pop(name, None)
+            item.pop("content", None)
         return item
 
     return {

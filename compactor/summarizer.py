@@ -20,6 +20,8 @@ import numpy as np
 from retrieval import Memory
 from retrieval.tokens import TokenCounter
 
+from .clustering import unit_rows
+
 __all__ = ["ClusterView", "ExtractiveSummarizer", "Summarizer", "heading_for", "informativeness", "key_sentence", "representatives"]
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
@@ -57,7 +59,7 @@ def informativeness(text: str) -> float:
 def representatives(vectors: np.ndarray, count: int, diversity: float, weights: Sequence[float] | None = None) -> list[int]:
     """Row indices chosen by MMR against the centroid, relevance scaled by `weights`; ties go to the
     earlier row."""
-    unit = vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+    unit = unit_rows(vectors)
     centroid = unit.mean(axis=0)
     centroid /= max(float(np.linalg.norm(centroid)), 1e-12)
     relevance = unit @ centroid
@@ -105,23 +107,22 @@ class ExtractiveSummarizer:
         self._diversity = diversity
 
     def summarize(self, cluster: ClusterView, *, heading: str) -> str:
-        weights = [informativeness(key_sentence(m.content)) for m in cluster.members]
-        order = representatives(cluster.vectors, self._max_sentences, self._diversity, weights)
+        sentences = [key_sentence(m.content) for m in cluster.members]
+        order = representatives(cluster.vectors, self._max_sentences, self._diversity,
+                                [informativeness(s) for s in sentences])
         used = self._tokens.count(heading)
-        picked: list[int] = []
+        picked: dict[int, str] = {}
         for row in order:
-            line = self._line(cluster.members[row].content)
+            line = self._line(sentences[row])
             cost = self._tokens.count("\n" + line)
             if picked and used + cost > self._max_tokens:
                 break
-            picked.append(row)
+            picked[row] = line
             used += cost
-        lines = [self._line(cluster.members[row].content) for row in sorted(picked)]
-        text = heading + "".join("\n" + line for line in lines)
+        text = heading + "".join("\n" + picked[row] for row in sorted(picked))
         return self._cut(text)
 
-    def _line(self, content: str) -> str:
-        sentence = key_sentence(content)
+    def _line(self, sentence: str) -> str:
         tokens = self._tokens.encode(sentence)
         if len(tokens) > MAX_SENTENCE_TOKENS:
             sentence = self._tokens.decode(tokens[:MAX_SENTENCE_TOKENS]).rsplit(" ", 1)[0] + " …"

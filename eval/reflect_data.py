@@ -25,23 +25,24 @@ _NAMESPACE = uuid.UUID("0b7e3f7c-2d7a-4c1e-8f59-7d3a61c2b0a4")
 COPY_SHIFT = timedelta(days=365)
 
 
-def _dataset(spec: str) -> Dataset:
-    dataset = load_dataset(spec, SHARED_DATA)
+def _dataset(spec: str, shared_data: Path | None) -> Dataset:
+    dataset = load_dataset(spec, shared_data or SHARED_DATA)
     if dataset.kind != "locomo":
         raise ValueError(f"bench-reflect needs a LoCoMo file, not {spec}")
     return dataset
 
 
-def locomo_records(spec: str = "locomo", copies: int = 1) -> list[dict[str, Any]]:
+def locomo_records(spec: str = "locomo", copies: int = 1, shared_data: Path | None = None) -> list[dict[str, Any]]:
     """One episodic record per turn; each conversation in its own scope (its own memory boundary).
 
     Copy k (k >= 1) repeats every conversation k years later, in new sessions, so that a large
     store can be built from the 2,760 dev turns; created_at is the turn's time, as if written live.
     """
+    docs = _dataset(spec, shared_data).docs
     records = []
     for copy in range(copies):
         shift = COPY_SHIFT * copy
-        for doc in _dataset(spec).docs:
+        for doc in docs:
             when = format_time(parse_time(doc.occurred_at) + shift)
             suffix = f"#copy{copy}" if copy else ""
             records.append({
@@ -57,10 +58,12 @@ def locomo_records(spec: str = "locomo", copies: int = 1) -> list[dict[str, Any]
     return records
 
 
-def clustering_inputs(spec: str = "locomo") -> tuple[np.ndarray, list[str], list[tuple[int, int]]]:
+def clustering_inputs(
+    spec: str = "locomo", shared_data: Path | None = None
+) -> tuple[np.ndarray, list[str], list[tuple[int, int]]]:
     """Vectors of every turn (from the evaluation's embedding cache), each turn's conversation, and
     the pairs of turns that are evidence for the same question."""
-    dataset = _dataset(spec)
+    dataset = _dataset(spec, shared_data)
     settings = RetrievalSettings()
     embedder = CachedEmbedder(SentenceTransformerEmbedder(settings.embedding_model), EmbeddingCache(DEFAULT_CACHE))
     try:

@@ -137,13 +137,14 @@ class MemoryEngine:
         return self.embedder.embed_with_digests(texts, [text_sha256(t) for t in texts])
 
     def sync(self, memories: Sequence[Memory], vectors=None) -> None:  # type: ignore[no-untyped-def]
-        """Write these records' current versions to the index, then record that it holds them."""
-        if not memories:
-            return
-        dense = vectors if vectors is not None else self.vectors_for(memories)
-        points = [point_for(m, dense[i], self.sparse.document(bm25_text(m))) for i, m in enumerate(memories)]
-        self.index.upsert(points)
-        self.store.mark_indexed((m.id, m.version) for m in memories)
+        """Write these records' current versions to the index, then record that it holds them
+        (INDEX_BATCH at a time)."""
+        for start in range(0, len(memories), INDEX_BATCH):
+            batch = memories[start : start + INDEX_BATCH]
+            dense = vectors[start : start + INDEX_BATCH] if vectors is not None else self.vectors_for(batch)
+            points = [point_for(m, dense[i], self.sparse.document(bm25_text(m))) for i, m in enumerate(batch)]
+            self.index.upsert(points)
+            self.store.mark_indexed((m.id, m.version) for m in batch)
 
     def repair(self) -> int:
         """Index every record whose current version the index lacks; reconcile counts. Returns fixes."""

@@ -53,6 +53,20 @@ def _to_row(memory: Memory, embed_sha256: str) -> dict[str, Any]:
     }
 
 
+_NOT_UPDATED = ("id", "embed_sha256", "indexed_version")  # identity, and what only the index writes track
+
+
+def _updated_row(memory: Memory) -> dict[str, Any]:
+    """The columns an update of `memory` writes."""
+    return {k: v for k, v in _to_row(memory, "").items() if k not in _NOT_UPDATED}
+
+
+def _chunks(ids: Sequence[str], size: int = 500) -> Iterator[list[str]]:
+    """Ids in slices that stay under SQLite's bound-parameter limit."""
+    for start in range(0, len(ids), size):
+        yield list(ids[start : start + size])
+
+
 def _from_row(row: Row[Any]) -> Memory:
     m = row._mapping
     return Memory(
@@ -150,12 +164,10 @@ class MemoryStore:
 
     def replace(self, memory: Memory, expected_version: int, connection: Connection) -> None:
         """Write `memory` over its stored row if that row is still at `expected_version`, else conflict."""
-        row = _to_row(memory, embed_sha256="")
-        del row["embed_sha256"], row["id"], row["indexed_version"]
         result = connection.execute(
             update(memories)
             .where(memories.c.id == memory.id, memories.c.version == expected_version)
-            .values(**row)
+            .values(**_updated_row(memory))
         )
         if result.rowcount != 1:
             raise ConflictError(f"memory {memory.id} changed since it was read (expected version {expected_version})")
@@ -171,26 +183,21 @@ class MemoryStore:
         first_expected: dict[str, int] = {}
         for memory, expected in changes:
             first_expected.setdefault(memory.id, expected)
-        stored: dict[str, int] = {}
-        ids = list(first_expected)
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            rows = connection.execute(select(memories.c.id, memories.c.version).where(memories.c.id.in_(chunk)))
-            stored.update({row[0]: row[1] for row in rows})
+        stored = self.versions(list(first_expected), connection)
         moved = [i for i, expected in first_expected.items() if stored.get(i) != expected]
         if moved:
             shown = ", ".join(moved[:5]) + (f" and {len(moved) - 5} more" if len(moved) > 5 else "")
             raise ConflictError(f"memories changed since they were read: {shown}")
-        columns = [name for name in _to_row(changes[0][0], "") if name not in ("id", "embed_sha256", "indexed_version")]
+        columns = list(_updated_row(changes[0][0]))
         statement = (
             update(memories)
             .where(memories.c.id == bindparam("b_id"), memories.c.version == bindparam("b_expected"))
             .values({name: bindparam(f"b_{name}") for name in columns})
         )
-        values = []
-        for memory, expected in changes:
-            row = _to_row(memory, "")
-            values.append({"b_id": memory.id, "b_expected": expected, **{f"b_{n}": row[n] for n in columns}})
+        values = [
+            {"b_id": memory.id, "b_expected": expected, **{f"b_{k}": v for k, v in _updated_row(memory).items()}}
+            for memory, expected in changes
+        ]
         result = connection.execute(statement, values)
         if result.rowcount != len(values):
             raise ConflictError("memories changed while the changes were being written")
@@ -250,19 +257,19 @@ class MemoryStore:
     def get_many(self, ids: Sequence[str]) -> dict[str, Memory]:
         found: dict[str, Memory] = {}
         with self.engine.connect() as connection:
-            for start in range(0, len(ids), 500):
-                chunk = list(ids[start : start + 500])
+            for chunk in _chunks(ids):
                 for row in connection.execute(select(memories).where(memories.c.id.in_(chunk))):
                     memory = _from_row(row)
                     found[memory.id] = memory
         return found
 
-    def existing_ids(self, ids: Sequence[str], connection: Connection) -> list[str]:
-        found: list[str] = []
-        for start in range(0, len(ids), 500):
-            chunk = list(ids[start : start + 500])
-            found += [row[0] for row in connection.execute(select(memories.c.id).where(memories.c.id.in_(chunk)))]
-        return sorted(found)
+    def versions(self, ids: Sequence[str], connection: Connection) -> dict[str, int]:
+        """The stored version of each of these ids that exists."""
+        found: dict[str, int] = {}
+        for chunk in _chunks(ids):
+            rows = connection.execute(select(memories.c.id, memories.c.version).where(memories.c.id.in_(chunk)))
+            found.update({row[0]: row[1] for row in rows})
+        return found
 
     def embed_shas(self, ids: Sequence[str]) -> dict[str, str]:
         with self.engine.connect() as connection:
@@ -334,8 +341,8 @@ class MemoryStore:
     def window_episodes(
         self, filters: ReadFilters, since: str, until: str, limit: int, connection: Connection
     ) -> list[tuple[Memory, str]]:
-        """Active episodic memories made by a caller (not by reflect), occurred in [since, until),
-        newest first, with their embed digests."""
+        """Episodic memories the filters admit (their statuses included) that a caller wrote, not
+        reflect, occurred in [since, until), newest first, with their embed digests."""
         c = memories.c
         rows = connection.execute(
             select(memories)

@@ -262,18 +262,21 @@ def reflect_command(ctx: click.Context, owner: str, dry_run: bool, actions: str 
               help="Load the conversations this many times (later copies a year apart) to reach the size wanted.")
 @click.option("--limit", type=click.IntRange(1, 5000), default=5000, show_default=True)
 @click.option("--compare-clustering", is_flag=True, help="Also compare clustering methods on the same vectors.")
+@click.option("--shared-data", type=click.Path(file_okay=False, path_type=Path), default=None,
+              envvar="XMEMO_SHARED_DATA", help="Where `locomo` lives (default: ../shared/data beside the project).")
 @click.option("--json", "as_json", is_flag=True)
-def bench_reflect_command(dataset: str, copies: int, limit: int, compare_clustering: bool, as_json: bool) -> None:
+def bench_reflect_command(dataset: str, copies: int, limit: int, compare_clustering: bool,
+                          shared_data: Path | None, as_json: bool) -> None:
     """Time reflect (dry and real run) on LoCoMo turns as episodic memories; print sample summaries."""
     from compactor.bench import run_reflect_bench
     from eval.reflect_data import clustering_inputs, locomo_records
 
-    records = locomo_records(dataset, copies)
+    records = locomo_records(dataset, copies, shared_data)
     report = run_reflect_bench(records, limit=limit, progress=lambda line: click.echo(line, err=True))
     if compare_clustering:
         from compactor.bench import compare_clustering as compare
 
-        report["clustering"] = compare(*clustering_inputs(dataset))
+        report["clustering"] = compare(*clustering_inputs(dataset, shared_data))
     if as_json:
         _emit(report)
         return

@@ -35,9 +35,9 @@ def reflect_every_owner(engine: MemoryEngine, settings: ServiceSettings) -> dict
         except ConflictError as error:
             log.warning(json.dumps({"event": "reflect_conflict", "owner_id": owner, "message": error.message}))
             continue
-        counts[owner] = dict(report["counts"])  # type: ignore[call-overload]
+        counts[owner] = dict(report["counts"])
         log.info(json.dumps({"event": "reflect", "owner_id": owner, "dry_run": request.dry_run,
-                             "counts": counts[owner], "audit_records": len(report["audit_record_ids"])}))  # type: ignore[arg-type]
+                             "counts": counts[owner], "audit_records": len(report["audit_record_ids"])}))
     return counts
 
 
