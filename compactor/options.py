@@ -9,7 +9,7 @@ from typing import Any
 
 from retrieval import PermissionDeniedError, Principal, ReadFilters, ValidationError
 from retrieval.records import format_time, parse_time
-from retrieval.validation import check_field, check_path
+from retrieval.validation import check_field, check_path_filter
 
 __all__ = [
     "ACTIONS",
@@ -72,7 +72,7 @@ class ReflectOptions:
             "team_id": f.team_id,
             "bucket": f.bucket or "%",
             "scope": f.scope or "",
-            "path_filter": f.path_pattern or "%",
+            "path_filter": f.path_pattern.text if f.path_pattern else "%",
             "since": format_time(self.since),
             "until": format_time(self.until),
             "time_window_hours": self.time_window_hours,
@@ -161,13 +161,12 @@ def resolve_options(principal: Principal, request: ReflectRequest, now: datetime
     limit = _clamp_limit(request.limit)
     team = _team(principal, request.team_id, request.dry_run)
     owner = _owner(principal, request.owner_filter)
-    path = request.path_filter
     filters = ReadFilters(
         owner_id=owner,
         team_ids=(team,) if team else (),
         team_id=team,
         bucket=check_field(request.bucket, "bucket") if request.bucket not in (None, "", "%") else None,
         scope=check_field(request.scope, "scope") if request.scope else None,
-        path_pattern=None if path in (None, "", "%") else check_path(path, "path_filter"),
+        path_pattern=check_path_filter(request.path_filter),
     )
     return ReflectOptions(actions, request.dry_run, since, until, window_hours, limit, filters)

@@ -14,7 +14,7 @@ from .index import IndexFilter
 from .packing import Pack, PackCandidate, pack_context
 from .ranking import W_IMPORTANCE, W_RECENCY, Ranked, rank_candidates
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters
-from .validation import check_field, check_path, check_query, check_range, memory_type_or_auto
+from .validation import check_field, check_path_filter, check_query, check_range, memory_type_or_auto
 from .writes import visible_memory
 
 __all__ = [
@@ -100,7 +100,7 @@ def read_filters(
     if team_id:
         if team_id not in principal.team_ids:
             raise PermissionDeniedError(f"team {team_id!r} is not one of this principal's teams")
-    path_pattern = None if path_filter in (None, "", "%") else check_path(path_filter, "path_filter")
+    path_pattern = check_path_filter(path_filter)
     return ReadFilters(
         owner_id=principal.owner_id,
         team_ids=principal.team_ids,
@@ -144,7 +144,7 @@ def hybrid_retrieve(
     """
     alpha = FUSION["alpha"] if alpha is None else alpha
     ids = None
-    if filters.path_pattern is not None and "%" in filters.path_pattern:
+    if filters.path_pattern is not None and filters.path_pattern.exact is None:
         ids = engine.store.ids_matching(filters)
     channels = {"hybrid": ("dense", "bm25"), "rrf": ("dense", "bm25"), "dense": ("dense",), "bm25": ("bm25",)}[strategy]
     plan: dict[str, Any] = {

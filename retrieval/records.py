@@ -9,6 +9,7 @@ from enum import Enum
 from typing import Any
 
 from .errors import ValidationError
+from .paths import PathPattern
 
 __all__ = [
     "MAX_CONTENT_BYTES",
@@ -153,7 +154,7 @@ class ReadFilters:
 
     A memory is visible when it is personal to `owner_id` (no team) or belongs to one of `team_ids`.
     `team_id`, when set, narrows to that team only (its membership is checked before this is built).
-    `path_pattern` uses `%` as a wildcard, as SQL LIKE does.
+    `path_pattern` is a parsed `path_filter` (see retrieval.paths for its one meaning).
     """
 
     owner_id: str
@@ -161,7 +162,7 @@ class ReadFilters:
     team_id: str | None = None
     bucket: str | None = None
     scope: str | None = None
-    path_pattern: str | None = None
+    path_pattern: PathPattern | None = None
     memory_type: MemoryType | None = None
     statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,)
 
@@ -179,11 +180,6 @@ class ReadFilters:
             and (self.bucket is None or memory.bucket == self.bucket)
             and (self.scope is None or memory.scope == self.scope)
             and (self.memory_type is None or memory.type == self.memory_type)
-            and (self.path_pattern is None or like_matches(self.path_pattern, memory.path))
+            and (self.path_pattern is None or self.path_pattern.matches(memory.path))
         )
 
-
-def like_matches(pattern: str, value: str) -> bool:
-    """SQL LIKE with `%` only (case-sensitive), the path filter's semantics."""
-    regex = ".*".join(re.escape(part) for part in pattern.split("%"))
-    return re.fullmatch(regex, value, flags=re.DOTALL) is not None

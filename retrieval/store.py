@@ -116,7 +116,7 @@ def _visibility(filters: ReadFilters):  # type: ignore[no-untyped-def]
     if filters.memory_type is not None:
         clauses.append(c.type == filters.memory_type.value)
     if filters.path_pattern is not None:
-        clauses.append(c.path.like(filters.path_pattern, escape="\\"))
+        clauses.append(filters.path_pattern.clause(c.path))
     return and_(*clauses)
 
 

@@ -6,12 +6,14 @@ import re
 from typing import Any
 
 from .errors import ValidationError
+from .paths import PathPattern, path_pattern
 from .records import KEY_PATTERN, MAX_CONTENT_BYTES, MemoryType, format_time, parse_time
 
 __all__ = [
     "check_content",
     "check_key",
     "check_path",
+    "check_path_filter",
     "check_query",
     "check_range",
     "check_unit",
@@ -52,6 +54,13 @@ def check_path(path: Any, name: str = "path") -> str:
     if len(path) > MAX_FIELD_CHARS or any(ord(c) < 32 for c in path):
         raise ValidationError(f"{name} must be at most {MAX_FIELD_CHARS} printable characters")
     return path.strip()
+
+
+def check_path_filter(value: Any) -> PathPattern | None:
+    """A `path_filter` parsed (retrieval.paths); None, empty and a lone `%` filter nothing."""
+    if value is None or value == "" or value == "%":
+        return None
+    return path_pattern(check_path(value, "path_filter"))
 
 
 def check_field(value: Any, name: str, *, allow_empty: bool = True) -> str:

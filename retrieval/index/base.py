@@ -56,7 +56,7 @@ class IndexFilter:
             visibility: tuple[str, ...] = (team_key(filters.team_id),)
         else:
             visibility = (owner_key(filters.owner_id), *(team_key(t) for t in filters.team_ids))
-        exact_path = filters.path_pattern if filters.path_pattern and "%" not in filters.path_pattern else None
+        exact_path = filters.path_pattern.exact if filters.path_pattern else None
         return cls(
             visibility=visibility,
             statuses=tuple(s.value for s in filters.statuses),
