@@ -1,4 +1,11 @@
-"""Batched read bookkeeping: `last_accessed_at` and `access_count` without a write per read."""
+"""Batched read bookkeeping: `last_accessed_at` and `access_count` without a write per read.
+
+Two kinds of read are told apart. A memory *seen* in a result (any item of a pack or a list) is
+fresh: its `last_accessed_at` moves, so idleness (decay, archive) counts from then. A memory *used*
+also adds one to `access_count`, which promotes at `promote_min_access`: fetched by id, or the first
+item of a result. Counting every appearance in a pack made filler "durable facts" within minutes
+(ten test questions, 12 reads); docs/reflect.md has the measurement behind this definition.
+"""
 
 from __future__ import annotations
 
@@ -26,11 +33,16 @@ class AccessTracker:
         self._pending: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._last_flush = time.monotonic()
+        self._events = 0
 
-    def record(self, ids: Iterable[str]) -> None:
+    def record(self, seen: Iterable[str], *, used: Iterable[str] = ()) -> None:
+        """`seen` were shown (freshness only); `used` were used (freshness and one count each)."""
         with self._lock:
-            self._pending.update(ids)
-            due = sum(self._pending.values()) >= FLUSH_EVERY_READS or (
+            for memory_id in seen:
+                self._pending[memory_id] += 0
+            self._pending.update(used)
+            self._events += 1
+            due = self._events >= FLUSH_EVERY_READS or (
                 time.monotonic() - self._last_flush >= FLUSH_EVERY_SECONDS
             )
         if due:
@@ -39,5 +51,6 @@ class AccessTracker:
     def flush(self) -> None:
         with self._lock:
             pending, self._pending = dict(self._pending), Counter()
+            self._events = 0
             self._last_flush = time.monotonic()
         self._store.record_access(pending, format_time(self._clock()))

@@ -211,7 +211,7 @@ def recall_context(
         for h in ranked
     ]
     pack = pack_context(candidates, max_items, max_tokens, engine.tokens)
-    engine.access.record(item.id for item in pack.items)
+    engine.access.record([item.id for item in pack.items], used=[item.id for item in pack.items[:1]])
     items = []
     for item in pack.items:
         r = ranked[item.rank]
@@ -268,7 +268,7 @@ def search_memory(
             results.append({**_result(h.memory), "score": round(strict, 6), "rank_score": round(h.ranked.score, 6)})
         if len(results) == limit:
             break
-    engine.access.record(item["id"] for item in results)
+    engine.access.record([item["id"] for item in results], used=[item["id"] for item in results[:1]])
     return {"query": query, "min_score": threshold, "results": results}
 
 
@@ -279,7 +279,7 @@ def recall(engine: MemoryEngine, principal: Principal, query: str, *, limit: int
     filters = read_filters(principal, **filter_args)
     retrieval = hybrid_retrieve(engine, filters, query, depth=CANDIDATE_DEPTH)
     results = [{**_result(h.memory), "score": round(h.ranked.score, 6)} for h in hydrate(engine, retrieval, limit)]
-    engine.access.record(item["id"] for item in results)
+    engine.access.record([item["id"] for item in results], used=[item["id"] for item in results[:1]])
     return {"query": query, "results": results}
 
 
@@ -303,7 +303,7 @@ def get_memory(engine: MemoryEngine, principal: Principal, memory_id: str) -> Me
     if "memory:read" not in principal.scopes:
         raise PermissionDeniedError("memory:read scope required")
     memory = visible_memory(engine, principal, memory_id)
-    engine.access.record([memory.id])
+    engine.access.record([], used=[memory.id])
     return memory
 
 
