@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+from datetime import datetime
 from typing import Any
 
 from .errors import ValidationError
@@ -12,6 +14,7 @@ from .records import KEY_PATTERN, MAX_CONTENT_BYTES, MemoryType, format_time, pa
 __all__ = [
     "check_content",
     "check_key",
+    "check_metadata",
     "check_path",
     "check_path_filter",
     "check_query",
@@ -23,6 +26,10 @@ __all__ = [
 
 MAX_QUERY_CHARS = 8192
 MAX_FIELD_CHARS = 512
+# Metadata is a small JSON object beside the content: deep nesting made reads and the audit log fail
+# (a record nested 255 levels could be stored but not serialised back), so depth and size are bounded.
+MAX_METADATA_DEPTH = 32
+MAX_METADATA_BYTES = 32 * 1024
 # White space as JSON Schema (ECMA-262) patterns define it, so that the OpenAPI pattern "\S" and this
 # check agree on what is blank (Python's str.isspace also counts \x1c-\x1f, ECMA does not).
 _BLANK = re.compile("[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]*")
@@ -89,9 +96,44 @@ def check_unit(value: Any, name: str) -> float:
     return float(value)
 
 
+def check_metadata(metadata: Any) -> dict[str, Any]:
+    """A JSON object at most MAX_METADATA_DEPTH levels deep and MAX_METADATA_BYTES long as JSON."""
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise ValidationError("metadata must be a JSON object")
+    _check_depth(metadata)
+    try:
+        encoded = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise ValidationError(f"metadata must be plain JSON: {error}") from error
+    if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
+        raise ValidationError(f"metadata exceeds {MAX_METADATA_BYTES} bytes as JSON")
+    return dict(metadata)
+
+
+def _check_depth(metadata: dict[str, Any]) -> None:
+    """Walk without recursion, so that no nesting can exhaust the stack before the check answers."""
+    pending: list[tuple[Any, int]] = [(metadata, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if depth > MAX_METADATA_DEPTH:
+            raise ValidationError(f"metadata is nested deeper than {MAX_METADATA_DEPTH} levels")
+        children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+        pending.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+
+
 def optional_time(value: Any, name: str) -> str | None:
+    """ISO 8601 text with a zone, or an aware datetime (as the HTTP schemas parse it), as stored text."""
     if value is None or value == "":
         return None
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValidationError(f"{name} must carry a time zone")
+        try:
+            return format_time(value)
+        except OverflowError as error:
+            raise ValidationError(f"{name} is out of range: {value.isoformat()}") from error
     if not isinstance(value, str):
         raise ValidationError(f"{name} must be an ISO 8601 string")
     return format_time(parse_time(value, field_name=name))

@@ -18,6 +18,7 @@ from .validation import (
     check_content,
     check_field,
     check_key,
+    check_metadata,
     check_path,
     check_unit,
     memory_type_or_auto,
@@ -102,20 +103,12 @@ def _new_memory(principal: Principal, request: RememberRequest, now: str, memory
         confidence=check_unit(request.confidence, "confidence"),
         source=check_field(request.source or "", "source"),
         session_id=check_field(request.session_id, "session_id") if request.session_id else None,
-        metadata=_check_metadata(request.metadata),
+        metadata=check_metadata(request.metadata),
         created_at=now,
         updated_at=now,
         occurred_at=optional_time(request.occurred_at, "occurred_at") or now,
         expires_at=optional_time(request.expires_at, "expires_at"),
     )
-
-
-def _check_metadata(metadata: Any) -> dict[str, Any]:
-    if metadata is None:
-        return {}
-    if not isinstance(metadata, dict):
-        raise ValidationError("metadata must be a JSON object")
-    return dict(metadata)
 
 
 def _auto_type(request: RememberRequest) -> MemoryType:

@@ -99,18 +99,19 @@ def cli(data_dir: str, qdrant_url: str | None, verbose: bool) -> None:
 @click.option("--importance", type=float, default=0.5, show_default=True)
 @click.option("--semantic-key", default=None)
 @click.option("--expires-at", default=None, help="ISO 8601 with a zone.")
+@click.option("--occurred-at", default=None, help="When it happened: ISO 8601 with a zone (default: now).")
 @click.option("--bucket", default="personal", show_default=True)
 @click.option("--scope", default="")
 @click.option("--json", "as_json", is_flag=True)
 @click.argument("content")
 @click.pass_context
 def remember_command(ctx: click.Context, owner: str, path: str, memory_type: str, importance: float,
-                     semantic_key: str | None, expires_at: str | None, bucket: str, scope: str, as_json: bool,
-                     content: str) -> None:
+                     semantic_key: str | None, expires_at: str | None, occurred_at: str | None, bucket: str,
+                     scope: str, as_json: bool, content: str) -> None:
     """Store one memory."""
     request = RememberRequest(content=content, path=path, memory_type=memory_type, importance=importance,
-                              semantic_key=semantic_key, expires_at=expires_at, bucket=bucket, scope=scope,
-                              source="cli")
+                              semantic_key=semantic_key, expires_at=expires_at, occurred_at=occurred_at,
+                              bucket=bucket, scope=scope, source="cli")
     with _engine(ctx) as engine:
         result = remember(engine, Principal.local(owner), request)
     if as_json:

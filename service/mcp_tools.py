@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Annotated, Any
 
 from anyio import to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import WithJsonSchema
 
 from compactor import ReflectRequest, ReflectSettings, reflect, render_reflect_text
 from retrieval import (
@@ -26,6 +27,12 @@ from retrieval.rendering import render_identity_text, render_search_text
 from .errors import status_of
 
 __all__ = ["build_mcp"]
+
+# Pydantic's lax mode would turn `true` into 1 before a tool runs. Numbers pass through unconverted
+# instead, so that the use case's own check refuses a boolean with the 422 that REST gives; the
+# schema still tells clients the type.
+Integer = Annotated[Any, WithJsonSchema({"type": "integer"})]
+Number = Annotated[Any, WithJsonSchema({"type": "number"})]
 
 
 def _principal(ctx: Context) -> Principal:
@@ -49,8 +56,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
     @server.tool(name="remember", description="Persist a memory (content at a logical path).")
     async def remember_tool(
         content: str, path: str, ctx: Context, memory_type: str = "auto", bucket: str = "personal",
-        scope: str = "", team_id: str | None = None, importance: float = 0.5, semantic_key: str | None = None,
-        dedupe: bool = False,
+        scope: str = "", team_id: str | None = None, importance: Number = 0.5, semantic_key: str | None = None,
+        dedupe: bool = False, occurred_at: str | None = None, metadata: dict[str, Any] | None = None,
     ) -> str:
         principal = _principal(ctx)
         if "memory:write" not in principal.scopes:
@@ -58,22 +65,23 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         result = await run(remember, principal, RememberRequest(
             content=content, path=path, memory_type=memory_type, bucket=bucket, scope=scope, team_id=team_id,
             importance=importance, semantic_key=semantic_key, dedupe=dedupe, source="mcp",
+            occurred_at=occurred_at, metadata=metadata or {},
         ))
         data = result.to_dict()
         return f"Remembered: {data['id']} (version {data['version']}, {data['outcome']})"
 
     @server.tool(name="recall_context", description="Bounded context pack for a task: ranked memories under item and token budgets.")
-    async def recall_context_tool(query: str, ctx: Context, max_items: int = 8, max_tokens: int = 1500) -> str:
+    async def recall_context_tool(query: str, ctx: Context, max_items: Integer = 8, max_tokens: Integer = 1500) -> str:
         pack = await run(recall_context, _principal(ctx), query, max_items=max_items, max_tokens=max_tokens)
         return render_context_text(pack)
 
     @server.tool(name="recall", description="Light best-effort recall: the few most relevant memories.")
-    async def recall_tool(query: str, ctx: Context, limit: int = 5) -> str:
+    async def recall_tool(query: str, ctx: Context, limit: Integer = 5) -> str:
         found = await run(recall, _principal(ctx), query, limit=limit)
         return render_search_text(found["results"], "XMemo Recall")
 
     @server.tool(name="search_memory", description="Strict search: only memories that match well; may return nothing.")
-    async def search_memory_tool(query: str, ctx: Context, limit: int = 10, min_score: float | None = None) -> str:
+    async def search_memory_tool(query: str, ctx: Context, limit: Integer = 10, min_score: Number = None) -> str:
         found = await run(search_memory, _principal(ctx), query, limit=limit, min_score=min_score)
         return render_search_text(found["results"], "XMemo Search")
 
@@ -82,8 +90,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         "Preview with dry_run=true first."))
     async def reflect_tool(
         ctx: Context, actions_csv: str = "summarize,promote,expire,decay,archive", dry_run: bool = False,
-        time_window_hours: float = 24.0, since: str = "", until: str = "", path_filter: str = "%",
-        owner_filter: str = "", bucket: str = "%", scope: str = "", team_id: str = "", limit: int = 500,
+        time_window_hours: Number = 24.0, since: str = "", until: str = "", path_filter: str = "%",
+        owner_filter: str = "", bucket: str = "%", scope: str = "", team_id: str = "", limit: Integer = 500,
     ) -> str:
         request = ReflectRequest(
             actions_csv=actions_csv, dry_run=dry_run, time_window_hours=time_window_hours, since=since or None,

@@ -92,8 +92,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 class RecallContextBody(_Strict):
     query: QueryText
-    max_items: int = Field(default=8, ge=1, le=50)
-    max_tokens: int = Field(default=1500, ge=1, le=12000)
+    max_items: int = Field(default=8, ge=1, le=50, strict=True)
+    max_tokens: int = Field(default=1500, ge=1, le=12000, strict=True)
     scope: Label | None = None
     team_id: Label | None = None
     bucket: Label | None = None
@@ -103,8 +103,8 @@ class RecallContextBody(_Strict):
 
 class ProjectContextBody(_Strict):
     team_id: Label | None = None
-    max_items: int = Field(default=8, ge=1, le=50)
-    max_tokens: int = Field(default=1500, ge=1, le=12000)
+    max_items: int = Field(default=8, ge=1, le=50, strict=True)
+    max_tokens: int = Field(default=1500, ge=1, le=12000, strict=True)
     durable_query: Annotated[str, StringConstraints(max_length=8192)] | None = None
 
 
@@ -119,6 +119,7 @@ class RememberBody(_Strict):
     importance: float = Field(default=0.5, ge=0.0, le=1.0, strict=True)
     confidence: float = Field(default=0.5, ge=0.0, le=1.0, strict=True)
     expires_at: Timestamp | None = None
+    occurred_at: Timestamp | None = Field(default=None, description="when it happened (default: now)")
     semantic_key: NonBlankLabel | None = None
     dedupe: StrictBool = False
     metadata: dict[str, Any] = Field(default_factory=dict)
