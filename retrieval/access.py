@@ -9,12 +9,14 @@ item of a result. Counting every appearance in a pack made filler "durable facts
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
 from datetime import datetime
 
+from .errors import StoreError
 from .records import format_time
 from .store import MemoryStore
 
@@ -22,6 +24,8 @@ __all__ = ["AccessTracker"]
 
 FLUSH_EVERY_READS = 256
 FLUSH_EVERY_SECONDS = 5.0
+
+log = logging.getLogger("xmemo.access")
 
 
 class AccessTracker:
@@ -49,8 +53,15 @@ class AccessTracker:
             self.flush()
 
     def flush(self) -> None:
+        """Write the pending counts. A store that cannot take them (full disk, locked) must not fail
+        the read that triggered the flush: the counts are kept for the next one and a warning logged."""
         with self._lock:
             pending, self._pending = dict(self._pending), Counter()
             self._events = 0
             self._last_flush = time.monotonic()
-        self._store.record_access(pending, format_time(self._clock()))
+        try:
+            self._store.record_access(pending, format_time(self._clock()))
+        except StoreError as error:
+            log.warning("read bookkeeping deferred (%d memories): %s", len(pending), error.message)
+            with self._lock:
+                self._pending.update(pending)

@@ -7,6 +7,7 @@ start) and `reindex` (a full rebuild) bring the index back from SQL and the embe
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import os
@@ -19,8 +20,10 @@ from typing import IO
 
 from .access import AccessTracker
 from .embedding import CachedEmbedder, Embedder, EmbeddingCache, SentenceTransformerEmbedder, text_sha256
-from .errors import IndexUnavailableError, ModelMismatchError, StoreError
-from .index import VectorIndex, open_index, point_for
+from .errors import IndexUnavailableError, ModelMismatchError, StorageFullError, StoreError
+from .faults import map_sql_faults
+from .freespace import FreeSpace
+from .index import IndexFilter, VectorIndex, open_index, point_for
 from .records import Memory, utc_now
 from .settings import RetrievalSettings
 from .sparse import SparseEncoder
@@ -74,7 +77,8 @@ class MemoryEngine:
         self._closed = False
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         self._lock_file = _lock_data_dir(settings.data_dir)
-        self.store = MemoryStore.open(settings.sql_path)
+        self.space = FreeSpace(settings.data_dir, settings.disk_reserve_bytes)
+        self.store = MemoryStore.open(settings.sql_path, self.space, settings.sqlite_busy_timeout_ms)
         inner = embedder or SentenceTransformerEmbedder(settings.embedding_model, settings.embedding_batch_size)
         self.embedder = CachedEmbedder(inner, EmbeddingCache(settings.cache_path))
         self.sparse = SparseEncoder()
@@ -83,7 +87,10 @@ class MemoryEngine:
         self.access = AccessTracker(self.store, clock)
         self.index: VectorIndex = self._open_index(allow_model_change)
         if not allow_model_change:
-            self.repair()
+            try:
+                self.repair()
+            except StorageFullError as error:  # reads still work; the next start or write catches up
+                log.warning("index repair postponed: %s", error.message)
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -103,15 +110,35 @@ class MemoryEngine:
         dimension = int(self.store.get_meta("embedding_dimension") or self.embedder.dimension)
         if allow_model_change:
             dimension = self.embedder.dimension
+        index: VectorIndex | None = None
         try:
-            return open_index(self.settings, dimension)
-        except IndexUnavailableError:
+            index = open_index(self.settings, dimension)
+            index.verify()
+            return index
+        except IndexUnavailableError as error:
             if self.settings.qdrant_url:
                 raise
-            log.warning("the embedded index could not be opened; rebuilding it from the system of record")
-            _remove_tree(self.settings.edge_path)
-            self.store.clear_indexed()
-            return open_index(self.settings, dimension)
+            log.warning("the embedded index is damaged (%s); rebuilding it from the system of record", error.message)
+            if index is not None:
+                with contextlib.suppress(IndexUnavailableError):
+                    index.close()
+            return self._fresh_edge_index(dimension)
+
+    def _fresh_edge_index(self, dimension: int) -> VectorIndex:
+        """An empty embedded index in place of the old one; `repair` then fills it from SQL."""
+        _remove_tree(self.settings.edge_path)
+        self.store.clear_indexed()
+        return open_index(self.settings, dimension)
+
+    def warm(self) -> None:
+        """Load the model and touch the index with one real query embedding and one real search.
+
+        The first recall after a start took 14 s (model load, query graph tracing, index pages)
+        while /readyz already said ready; the service calls this before it reports ready."""
+        query = "warm up the model and the index"
+        dense = self.embedder.inner.embed_query(query)  # the inner model: no cache entry for this text
+        self.embedder.inner.embed([query])
+        self.index.search(dense, self.sparse.query(query), IndexFilter(visibility=("owner:",)), 1, 1)
 
     def close(self) -> None:
         if self._closed:
@@ -133,8 +160,10 @@ class MemoryEngine:
 
     def vectors_for(self, memories: Sequence[Memory]):  # type: ignore[no-untyped-def]
         """Dense vectors of these memories, from the cache where possible (encoding the rest)."""
+        self.space.check()
         texts = [embedding_text(m) for m in memories]
-        return self.embedder.embed_with_digests(texts, [text_sha256(t) for t in texts])
+        with map_sql_faults("the embedding cache failed"):
+            return self.embedder.embed_with_digests(texts, [text_sha256(t) for t in texts])
 
     def sync(self, memories: Sequence[Memory], vectors=None) -> None:  # type: ignore[no-untyped-def]
         """Write these records' current versions to the index, then record that it holds them
@@ -143,6 +172,7 @@ class MemoryEngine:
             batch = memories[start : start + INDEX_BATCH]
             dense = vectors[start : start + INDEX_BATCH] if vectors is not None else self.vectors_for(batch)
             points = [point_for(m, dense[i], self.sparse.document(bm25_text(m))) for i, m in enumerate(batch)]
+            self.space.check()
             self.index.upsert(points)
             self.store.mark_indexed((m.id, m.version) for m in batch)
 
@@ -178,8 +208,11 @@ class MemoryEngine:
         """Rebuild the whole index from SQL with the configured model; returns the records indexed."""
         with self.write_lock:
             dimension = self.embedder.dimension
-            self.index.close()
-            if not self.settings.qdrant_url:
+            if self.settings.qdrant_url:
+                self.index.close()
+            else:  # a damaged shard may fail to close; it is thrown away anyway
+                with contextlib.suppress(IndexUnavailableError):
+                    self.index.close()
                 _remove_tree(self.settings.edge_path)
             self.index = open_index(self.settings, dimension)
             self.index.reset()

@@ -8,7 +8,11 @@
     ├── ConflictError               a memory changed under a write that planned on it (409)
     └── StoreError                  a store cannot serve (503, CLI exit 3)
         ├── ModelMismatchError      the store was embedded with another model; run `xmemo reindex`
-        └── IndexUnavailableError   the vector index cannot be opened or queried
+        ├── IndexUnavailableError   the vector index cannot be opened or queried
+        └── StorageFullError        the data dir's filesystem is short of space; writes refused
+
+Library faults (SQLAlchemy, sqlite3, Qdrant Edge, qdrant-client) become these in one place,
+`retrieval/faults.py`.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ __all__ = [
     "ModelMismatchError",
     "NotFoundError",
     "PermissionDeniedError",
+    "StorageFullError",
     "StoreError",
     "ValidationError",
     "XMemoError",
@@ -82,3 +87,9 @@ class IndexUnavailableError(StoreError):
     """Raised when the vector index cannot be opened, written or queried."""
 
     code = "index_unavailable"
+
+
+class StorageFullError(StoreError):
+    """Raised when a write would eat into the free-space reserve, or a store reports a full disk."""
+
+    code = "storage_full"

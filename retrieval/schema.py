@@ -21,6 +21,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
+from .faults import install_sql_mapping
+
 __all__ = ["MIGRATIONS", "audit_log", "memories", "meta", "metadata", "migrate", "open_engine"]
 
 metadata = MetaData()
@@ -121,16 +123,20 @@ MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [
 ]  # append new steps; never edit or reorder an applied one
 
 
-def open_engine(path: Path) -> Engine:
-    """A SQLite engine in WAL mode with a busy timeout, foreign keys on and synchronous=NORMAL."""
+def open_engine(path: Path, busy_timeout_ms: int = 30_000) -> Engine:
+    """A SQLite engine in WAL mode with a busy timeout, foreign keys on and synchronous=NORMAL, whose
+    faults (locked, disk full, I/O) raise StoreError (retrieval/faults.py)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    engine = create_engine(f"sqlite:///{path}", connect_args={"check_same_thread": False, "timeout": 30})
+    engine = create_engine(
+        f"sqlite:///{path}", connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000}
+    )
+    install_sql_mapping(engine, f"the database {path.name} failed")
 
     @event.listens_for(engine, "connect")
     def _pragmas(dbapi_connection, _record):  # type: ignore[no-untyped-def]
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()

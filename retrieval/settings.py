@@ -34,6 +34,12 @@ class RetrievalSettings(BaseSettings):
     dedupe_similarity: float = Field(default=0.95, gt=0.0, le=1.0)
     search_min_score: float = Field(default=0.35, ge=0.0, le=1.0)
     recency_half_life_days: float = Field(default=30.0, gt=0.0)
+    disk_reserve_bytes: int = Field(
+        default=64 * 2**20, ge=0, description="writes are refused (503) while less than this is free; 0 is off"
+    )
+    sqlite_busy_timeout_ms: int = Field(
+        default=30_000, ge=0, description="how long a SQL statement waits for a lock before answering 503"
+    )
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> RetrievalSettings:

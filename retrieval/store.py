@@ -10,9 +10,9 @@ from typing import Any
 
 from sqlalchemy import Engine, and_, bindparam, func, or_, select, text, update
 from sqlalchemy.engine import Connection, Row
-from sqlalchemy.exc import OperationalError
 
-from .errors import ConflictError, StoreError
+from .errors import ConflictError
+from .freespace import FreeSpace
 from .records import Memory, MemoryStatus, MemoryType, ReadFilters, format_time, utc_now
 from .schema import memories, meta, migrate, open_engine
 
@@ -123,17 +123,21 @@ def _visibility(filters: ReadFilters):  # type: ignore[no-untyped-def]
 class MemoryStore:
     """Reads and writes memory records; the one module that knows the SQL layout."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, space: FreeSpace | None = None) -> None:
         self.engine = engine
+        self.space = space
 
     @classmethod
-    def open(cls, path: Path) -> MemoryStore:
-        try:
-            engine = open_engine(path)
-            migrate(engine, format_time(utc_now()))
-        except OperationalError as error:
-            raise StoreError(f"cannot open the system of record at {path}: {error}") from error
-        return cls(engine)
+    def open(cls, path: Path, space: FreeSpace | None = None, busy_timeout_ms: int = 30_000) -> MemoryStore:
+        """Open and migrate; SQL faults raise StoreError (retrieval/faults.py). Record writes check
+        `space` first; bookkeeping writes (access, index versions) do not."""
+        engine = open_engine(path, busy_timeout_ms)
+        migrate(engine, format_time(utc_now()))
+        return cls(engine, space)
+
+    def _check_space(self) -> None:
+        if self.space is not None:
+            self.space.check()
 
     def close(self) -> None:
         self.engine.dispose()
@@ -155,6 +159,7 @@ class MemoryStore:
         """Insert (memory, sha256 of the embedded text) pairs in one transaction."""
         if not rows:
             return
+        self._check_space()
         values = [_to_row(memory, embed_sha) for memory, embed_sha in rows]
         if connection is not None:
             connection.execute(memories.insert(), values)
@@ -164,6 +169,7 @@ class MemoryStore:
 
     def replace(self, memory: Memory, expected_version: int, connection: Connection) -> None:
         """Write `memory` over its stored row if that row is still at `expected_version`, else conflict."""
+        self._check_space()
         result = connection.execute(
             update(memories)
             .where(memories.c.id == memory.id, memories.c.version == expected_version)
@@ -180,6 +186,7 @@ class MemoryStore:
         """
         if not changes:
             return
+        self._check_space()
         first_expected: dict[str, int] = {}
         for memory, expected in changes:
             first_expected.setdefault(memory.id, expected)

@@ -141,6 +141,10 @@ class VectorIndex(Protocol):
         """Drop every point and recreate an empty index of the same shape."""
         ...
 
+    def verify(self) -> None:
+        """Read the stored points back; IndexUnavailableError if the storage is damaged."""
+        ...
+
     def close(self) -> None: ...
 
 

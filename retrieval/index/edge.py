@@ -12,6 +12,7 @@ import numpy as np
 import qdrant_edge as qe
 
 from ..errors import IndexUnavailableError
+from ..faults import map_edge_faults
 from ..sparse import SparseVector
 from .base import DENSE, KEYWORD_FIELDS, RANKING_FIELDS, SPARSE, IndexFilter, IndexHit, IndexPoint, hit_from
 
@@ -38,6 +39,7 @@ class EdgeIndex:
         self.path = path
         self.dimension = dimension
         self._lock = threading.RLock()
+        self._closed = False
         self._shard = self._open()
 
     def _config(self) -> qe.EdgeConfig:
@@ -47,16 +49,30 @@ class EdgeIndex:
         )
 
     def _open(self) -> qe.EdgeShard:
-        try:
+        with map_edge_faults(f"cannot open the Qdrant Edge shard at {self.path}"):
             if self.path.exists() and any(self.path.iterdir()):
-                shard = qe.EdgeShard.load(str(self.path))
-            else:
-                shard = qe.EdgeShard.create(str(self.path), self._config())
-                for key in KEYWORD_FIELDS:
-                    shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
-        except Exception as error:  # the binding raises plain exceptions for every storage fault
-            raise IndexUnavailableError(f"cannot open the Qdrant Edge shard at {self.path}: {error}") from error
-        return shard
+                return qe.EdgeShard.load(str(self.path))
+            shard = qe.EdgeShard.create(str(self.path), self._config())
+            for key in KEYWORD_FIELDS:
+                shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
+            return shard
+
+    def verify(self) -> None:
+        """Read every point's payload and dense vector; IndexUnavailableError names the first damage.
+
+        Loading a shard checks little: with a truncated vector file or a deleted payload storage it
+        loads, then a search fails ("vector 3 is not readable", a Rust panic) or returns hits without
+        payloads. Measured at 10,000 points: 0.4 s, once per start."""
+        offset = None
+        while True:
+            with map_edge_faults(f"the Qdrant Edge shard at {self.path} is damaged"):
+                records, offset = self._shard.scroll(
+                    qe.ScrollRequest(offset=offset, limit=1000, with_payload=True, with_vector=[DENSE])
+                )
+            for record in records:
+                _check_record(record, self.dimension, self.path)
+            if offset is None:
+                return
 
     def upsert(self, points: Sequence[IndexPoint]) -> None:
         if not points:
@@ -69,17 +85,17 @@ class EdgeIndex:
             )
             for p in points
         ]
-        with self._lock:
+        with self._lock, map_edge_faults():
             self._shard.update(qe.UpdateOperation.upsert_points(edge_points))
 
     def set_payloads(self, payloads: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        with self._lock:
+        with self._lock, map_edge_faults():
             for point_id, payload in payloads:
                 self._shard.update(qe.UpdateOperation.set_payload([point_id], payload))
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
-            with self._lock:
+            with self._lock, map_edge_faults():
                 self._shard.update(qe.UpdateOperation.delete_points(list(ids)))
 
     def search(
@@ -109,7 +125,8 @@ class EdgeIndex:
             )
         if not requests:
             return [], []
-        results = self._shard.query_batch(qe.QueryBatchRequest(requests))
+        with map_edge_faults():
+            results = self._shard.query_batch(qe.QueryBatchRequest(requests))
         hits = [[hit_from(str(p.id), p.score, p.payload) for p in result] for result in results]
         dense_hits = hits.pop(0) if dense is not None and dense_limit > 0 else []
         sparse_hits = hits.pop(0) if hits else []
@@ -122,30 +139,35 @@ class EdgeIndex:
             limit=len(ids), query=qe.Query.Nearest(dense.tolist(), using=DENSE),
             filter=qe.Filter(must=[qe.HasIdCondition(set(ids))]),
         )
-        return {str(p.id): float(p.score) for p in self._shard.query(request)}
+        with map_edge_faults():
+            points = self._shard.query(request)
+        return {str(p.id): float(p.score) for p in points}
 
     def dense_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:
             return {}
-        records = self._shard.retrieve(list(ids), with_payload=False, with_vector=[DENSE])
+        with map_edge_faults():
+            records = self._shard.retrieve(list(ids), with_payload=False, with_vector=[DENSE])
         return {str(r.id): np.asarray(r.vector[DENSE], dtype=np.float32) for r in records}  # type: ignore[call-overload, index]
 
     def iter_ids(self) -> Iterator[str]:
         offset = None
         while True:
-            records, offset = self._shard.scroll(
-                qe.ScrollRequest(offset=offset, limit=1000, with_payload=False, with_vector=False)
-            )
+            with map_edge_faults():
+                records, offset = self._shard.scroll(
+                    qe.ScrollRequest(offset=offset, limit=1000, with_payload=False, with_vector=False)
+                )
             for record in records:
                 yield str(record.id)
             if offset is None:
                 return
 
     def count(self) -> int:
-        return int(self._shard.count(qe.CountRequest(exact=True)))
+        with map_edge_faults():
+            return int(self._shard.count(qe.CountRequest(exact=True)))
 
     def flush(self) -> None:
-        with self._lock:
+        with self._lock, map_edge_faults():
             self._shard.flush()
 
     def optimize(self) -> None:
@@ -153,16 +175,31 @@ class EdgeIndex:
 
         Measured at 10,000 memories: the two-channel search went from 5.7 ms to 3.2 ms; the pass
         itself took 4.6 s. Bulk writers (import, reindex) call it when they finish."""
-        with self._lock:
+        with self._lock, map_edge_faults():
             self._shard.optimize()
 
     def reset(self) -> None:
         with self._lock:
-            self._shard.close()
+            with map_edge_faults():
+                self._shard.close()
             shutil.rmtree(self.path, ignore_errors=True)
             self._shard = self._open()
+            self._closed = False
 
     def close(self) -> None:
-        with self._lock:
+        """Flush and close; a second close does nothing."""
+        with self._lock, map_edge_faults():
+            if self._closed:
+                return
+            self._closed = True
             self._shard.flush()
             self._shard.close()
+
+
+def _check_record(record: Any, dimension: int, path: Path) -> None:
+    """IndexUnavailableError unless the point has its payload and a dense vector of the right size."""
+    vector = (record.vector or {}).get(DENSE)
+    if not record.payload or "visibility" not in record.payload:
+        raise IndexUnavailableError(f"the Qdrant Edge shard at {path} lost the payload of point {record.id}")
+    if vector is None or len(vector) != dimension:
+        raise IndexUnavailableError(f"the Qdrant Edge shard at {path} lost the dense vector of point {record.id}")

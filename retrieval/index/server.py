@@ -8,17 +8,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 from qdrant_client import QdrantClient, models
-from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
-from ..errors import IndexUnavailableError
+from ..faults import map_server_faults
 from ..sparse import SparseVector
 from .base import DENSE, KEYWORD_FIELDS, RANKING_FIELDS, SPARSE, IndexFilter, IndexHit, IndexPoint, hit_from
 
 T = TypeVar("T")
 
 __all__ = ["ServerIndex"]
-
-_FAULTS = (ResponseHandlingException, UnexpectedResponse, ConnectionError, OSError)
 
 
 def _condition_filter(flt: IndexFilter) -> models.Filter:
@@ -54,14 +51,12 @@ class ServerIndex:
     ) -> None:
         self.dimension = dimension
         self.collection = collection
-        try:
+        with map_server_faults(f"cannot reach Qdrant ({url or location or path})"):
             if url is not None:
                 self._client = QdrantClient(url=url, api_key=api_key, timeout=10)
             else:
                 self._client = QdrantClient(location=location, path=path)
             self._ensure_collection()
-        except _FAULTS as error:
-            raise IndexUnavailableError(f"cannot reach Qdrant ({url or location or path}): {error}") from error
 
     def _ensure_collection(self) -> None:
         if self._client.collection_exists(self.collection):
@@ -166,15 +161,18 @@ class ServerIndex:
     def optimize(self) -> None:
         """A Qdrant server runs its optimizers in the background by itself."""
 
+    def verify(self) -> None:
+        """A server keeps its own storage healthy; reaching the collection is the check."""
+        self.count()
+
     def reset(self) -> None:
         self._call(self._client.delete_collection, self.collection)
-        self._ensure_collection()
+        with map_server_faults():
+            self._ensure_collection()
 
     def close(self) -> None:
         self._client.close()
 
     def _call(self, method: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        try:
+        with map_server_faults():
             return method(*args, **kwargs)
-        except _FAULTS as error:
-            raise IndexUnavailableError(f"Qdrant request failed: {error}") from error
