@@ -1,17 +1,20 @@
-"""The FastAPI application: REST routes of contract section 3, MCP at /mcp, health and metrics."""
+"""The FastAPI application: the REST routes, MCP at /mcp, health, readiness and metrics."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import hmac
+import json
 import logging
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from anyio import to_thread
 from fastapi import FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, PlainTextResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
@@ -79,6 +82,14 @@ def _require(principal: Principal, scope: str) -> None:
         raise PermissionDeniedError(f"{scope} scope required")
 
 
+def _metrics_allowed(token: str | None, request: Request) -> bool:
+    """No token configured: /metrics is open (see docs/operations.md); else the bearer must match it."""
+    if token is None:
+        return True
+    sent = request.headers.get("authorization", "")
+    return hmac.compare_digest(sent.encode(), f"Bearer {token}".encode())
+
+
 def _allowed_methods(app: FastAPI, request: Request) -> set[str]:
     allowed: set[str] = set()
     for route in app.router.routes:
@@ -108,24 +119,33 @@ def create_app(
     mcp_app = mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
                                       host=settings.host)
 
+    warmed = asyncio.Event()
+
+    async def warm_up() -> None:
+        """Ready only once the model and the index have served one real query (see MemoryEngine.warm)."""
+        started = time.perf_counter()
+        await to_thread.run_sync(running_engine().warm)
+        warmed.set()
+        log.info(json.dumps({"event": "ready", "warm_ms": round((time.perf_counter() - started) * 1000, 1)}))
+
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if opened is not None:
             holder["engine"] = opened
         else:
             holder["engine"] = await to_thread.run_sync(lambda: MemoryEngine(settings.retrieval, embedder=embedder))
-        background = (
-            asyncio.create_task(run_periodically(running_engine, settings))
-            if settings.reflect_interval_seconds > 0 else None
-        )
+        tasks = [asyncio.create_task(warm_up())]
+        if settings.reflect_interval_seconds > 0:
+            tasks.append(asyncio.create_task(run_periodically(running_engine, settings)))
+        log.info(json.dumps({"event": "listening", "url": f"http://{settings.host}:{settings.port}"}))
         try:
             async with mcp.session_manager.run():
                 yield
         finally:
-            if background is not None:
-                background.cancel()
+            for task in tasks:
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await background
+                    await task
             await to_thread.run_sync(holder.pop("engine").close)
             keys.close()
 
@@ -166,6 +186,8 @@ def create_app(
 
     @app.get("/readyz", tags=["ops"])
     def readyz() -> JSONResponse:
+        if not warmed.is_set():
+            return _error(503, "not_ready", "warming up the model and the index")
         try:
             points = running_engine().index.count()
             keys.count()
@@ -174,7 +196,9 @@ def create_app(
         return JSONResponse({"status": "ready", "index_points": points})
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
-    def metrics_text() -> PlainTextResponse:
+    def metrics_text(request: Request) -> Response:
+        if not _metrics_allowed(settings.metrics_token, request):
+            return _error(401, "unauthorized", "/metrics needs the bearer token set in XMEMO_METRICS_TOKEN")
         try:
             metrics.index_size.set(running_engine().index.count())
             metrics.memories.set(running_engine().store.count())

@@ -18,6 +18,9 @@ class ServiceSettings(BaseSettings):
     port: int = Field(default=8420, ge=1, le=65535)
     max_body_bytes: int = Field(default=1024 * 1024, ge=1024)
     rate_limit_per_minute: int = Field(default=0, ge=0, description="requests per key per minute; 0 is off")
+    # /metrics is open by default, like /healthz (docs/operations.md says why); set a token to make
+    # it answer only `Authorization: Bearer <token>`, as Prometheus' `authorization` block sends.
+    metrics_token: str | None = Field(default=None, min_length=16, description="bearer token for /metrics")
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     reflect: ReflectSettings = Field(default_factory=ReflectSettings)
     # The optional background maintenance pass: off unless an interval is set; a dry run (logged
