@@ -18,12 +18,42 @@ from typing import Any, Protocol
 import numpy as np
 
 from .errors import StoreError
+from .records import Memory
 
-__all__ = ["CachedEmbedder", "EmbeddingCache", "Embedder", "SentenceTransformerEmbedder", "text_sha256"]
+__all__ = [
+    "CachedEmbedder",
+    "EmbeddingCache",
+    "Embedder",
+    "SentenceTransformerEmbedder",
+    "memory_digest",
+    "tenant_digest",
+    "tenant_of",
+    "text_sha256",
+]
 
 
 def text_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+# A cache shared across tenants is a timing oracle: remembering a text another tenant had stored took
+# 10 ms against 500 ms for a fresh one, so anyone could test whether a text was stored anywhere. Cache
+# keys therefore carry the tenant whose entry it is; the same text of two tenants is encoded twice.
+
+
+def tenant_of(owner_id: str, team_id: str | None) -> str:
+    """Whose cache entries these are: a team memory's team (its members share them), else the owner."""
+    return f"team:{team_id}" if team_id else f"owner:{owner_id}"
+
+
+def tenant_digest(tenant: str, text: str) -> str:
+    """The cache key of `text` for `tenant`; the length prefix keeps every (tenant, text) pair apart."""
+    return text_sha256(f"{len(tenant)}:{tenant}:{text}")
+
+
+def memory_digest(memory: Memory, text: str) -> str:
+    """The cache key of a memory's embedded `text` (engine.embedding_text): its tenant's digest of it."""
+    return tenant_digest(tenant_of(memory.owner_id, memory.team_id), text)
 
 
 class Embedder(Protocol):
@@ -293,16 +323,23 @@ class CachedEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self.embed_with_digests(texts, [text_sha256(t) for t in texts])
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """Queries are kept in an in-memory LRU, not on disk: agents repeat them, but they are many."""
+    def embed_query(self, text: str, tenant: str | None = None) -> np.ndarray:
+        """Queries are kept in an in-memory LRU, not on disk: agents repeat them, but they are many.
+
+        The LRU is keyed by the asking tenant (`tenant_of(owner_id, None)`), so that one tenant's
+        queries never make another's fast; a query without a tenant is encoded and not kept.
+        """
+        if tenant is None:
+            return self.inner.embed_query(text)
+        key = tenant_digest(tenant, text)
         with self._queries_lock:
-            vector = self._queries.get(text)
+            vector = self._queries.get(key)
             if vector is not None:
-                self._queries.move_to_end(text)
+                self._queries.move_to_end(key)
                 return vector
         vector = self.inner.embed_query(text)
         with self._queries_lock:
-            self._queries[text] = vector
+            self._queries[key] = vector
             if len(self._queries) > self.QUERY_CACHE_SIZE:
                 self._queries.popitem(last=False)
         return vector

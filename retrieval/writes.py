@@ -9,9 +9,10 @@ from typing import Any
 
 import numpy as np
 
-from .embedding import text_sha256
+from .embedding import memory_digest, text_sha256
 from .engine import SESSION_CONTEXT_TURNS, MemoryEngine, embedding_text, session_context
 from .errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
+from .faults import map_sql_faults
 from .index import IndexFilter
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters, format_time
 from .validation import (
@@ -111,6 +112,29 @@ def _new_memory(principal: Principal, request: RememberRequest, now: str, memory
     )
 
 
+def _digest(memory: Memory) -> str:
+    """The memory's embedding-cache key, its tenant's own (embedding.memory_digest); stored as embed_sha256."""
+    return memory_digest(memory, embedding_text(memory))
+
+
+def _vectors(engine: MemoryEngine, memories: Sequence[Memory]) -> np.ndarray:
+    """Dense vectors of these memories from their tenants' cache entries, encoding the rest.
+
+    Every write here comes through this function rather than `engine.vectors_for`, which keys the
+    cache by the text alone and so would let one tenant's stored texts serve another's.
+    """
+    engine.space.check()
+    with map_sql_faults("the embedding cache failed"):
+        vectors: np.ndarray = engine.embedder.embed_with_digests(
+            [embedding_text(m) for m in memories], [_digest(m) for m in memories]
+        )
+    return vectors
+
+
+def _sync(engine: MemoryEngine, memories: Sequence[Memory]) -> None:
+    engine.sync(memories, _vectors(engine, memories))
+
+
 def _auto_type(request: RememberRequest) -> MemoryType:
     chosen = memory_type_or_auto(request.memory_type)
     if chosen is not None:
@@ -122,7 +146,7 @@ def remember(engine: MemoryEngine, principal: Principal, request: RememberReques
     """Store a memory. Same semantic_key and content: no-op. New content: supersede. dedupe: merge."""
     now = format_time(engine.clock())
     memory = _new_memory(principal, request, now, _auto_type(request))
-    vector = engine.vectors_for([memory])
+    vector = _vectors(engine, [memory])
     with engine.write_lock:
         if memory.semantic_key is not None:
             result = _remember_keyed(engine, memory, "semantic_key", memory.semantic_key, now)
@@ -133,7 +157,7 @@ def remember(engine: MemoryEngine, principal: Principal, request: RememberReques
             if result is not None:
                 return result
         memory = _with_session_context(engine, memory)
-        engine.store.insert([(memory, text_sha256(embedding_text(memory)))])
+        engine.store.insert([(memory, _digest(memory))])
         engine.sync([memory], vector)
     return WriteResult(memory, "created")
 
@@ -162,8 +186,8 @@ def _remember_keyed(engine: MemoryEngine, memory: Memory, column: str, key: str,
             version=current.version + 1,
             metadata={**memory.metadata, "supersedes": current.id},
         )
-        engine.store.insert([(successor, text_sha256(embedding_text(successor)))], connection)
-    engine.sync([old, successor])
+        engine.store.insert([(successor, _digest(successor))], connection)
+    _sync(engine, [old, successor])
     return WriteResult(successor, "superseded")
 
 
@@ -192,7 +216,7 @@ def _merge_near_duplicate(engine: MemoryEngine, memory: Memory, vector: np.ndarr
             version=existing.version + 1,
         )
         engine.store.replace(merged, existing.version, connection)
-    engine.sync([merged])
+    _sync(engine, [merged])
     return WriteResult(merged, "merged")
 
 
@@ -219,8 +243,8 @@ def update_state(
         result = _remember_keyed(engine, memory, "state_key", state_key, now)
         if result is not None:
             return result
-        engine.store.insert([(memory, text_sha256(embedding_text(memory)))])
-        engine.sync([memory])
+        engine.store.insert([(memory, _digest(memory))])
+        _sync(engine, [memory])
     return WriteResult(memory, "created")
 
 
@@ -249,8 +273,8 @@ def add_event(
     memory = replace(_new_memory(principal, request, now, MemoryType.EPISODIC), event_type=event_type)
     with engine.write_lock:
         memory = _with_session_context(engine, memory)
-        engine.store.insert([(memory, text_sha256(embedding_text(memory)))])
-        engine.sync([memory])
+        engine.store.insert([(memory, _digest(memory))])
+        _sync(engine, [memory])
     return WriteResult(memory, "created")
 
 
@@ -278,7 +302,7 @@ def archive_memory(
             return memory
         with engine.store.engine.begin() as connection:
             archived = engine.store.set_status(memory, MemoryStatus.ARCHIVED, format_time(engine.clock()), connection)
-        engine.sync([archived])
+        _sync(engine, [archived])
     return archived
 
 
@@ -383,9 +407,9 @@ def import_records(
         fresh = [m for m in pending if m.id not in existing]
         counts["skipped"] += len(pending) - len(fresh)
         if fresh:
-            vectors = engine.vectors_for(fresh)
+            vectors = _vectors(engine, fresh)
             with engine.write_lock:
-                engine.store.insert([(m, text_sha256(embedding_text(m))) for m in fresh])
+                engine.store.insert([(m, _digest(m)) for m in fresh])
                 engine.sync(fresh, vectors)
             counts["imported"] += len(fresh)
         if progress:
