@@ -284,6 +284,38 @@ def bench_reflect_command(dataset: str, copies: int, limit: int, compare_cluster
     click.echo(json.dumps(report, ensure_ascii=False, indent=2))
 
 
+@cli.command("bench-cache")
+@click.option("--dataset", default="locomo", show_default=True, help="locomo, or a LoCoMo JSON file.")
+@click.option("--common-docs", type=click.IntRange(0, 10_000), default=50, show_default=True,
+              help="Documents every tenant stores alike (company boilerplate).")
+@click.option("--common-queries", type=click.IntRange(0, 10_000), default=20, show_default=True,
+              help="Generic queries every tenant's agent asks alike.")
+@click.option("--shared-data", type=click.Path(file_okay=False, path_type=Path), default=None,
+              envvar="XMEMO_SHARED_DATA", help="Where `locomo` lives (default: ../shared/data beside the project).")
+@click.option("--json", "as_json", is_flag=True)
+def bench_cache_command(dataset: str, common_docs: int, common_queries: int, shared_data: Path | None,
+                        as_json: bool) -> None:
+    """Count model encodes with per-tenant cache keys against one shared cache, on a multi-tenant mix."""
+    from eval.cache_bench import run_cache_bench
+    from eval.datasets import load_dataset
+    from eval.reflect_data import SHARED_DATA
+
+    try:
+        loaded = load_dataset(dataset, shared_data or SHARED_DATA)
+    except (FileNotFoundError, ValueError, KeyError) as error:
+        raise ValidationError(f"cannot load {dataset}: {error}") from error
+    report = run_cache_bench(loaded, common_docs, common_queries)
+    if as_json:
+        _emit(report)
+        return
+    for kind, one in (("documents", "document"), ("queries", "query")):
+        click.echo(f"{kind:9s} shared {report['encodes']['shared'][kind]:6d}  per-tenant "
+                   f"{report['encodes']['per_tenant'][kind]:6d}  extra {report['extra'][kind]:5d}  "
+                   f"ratio {report['ratio'][kind]:.4f}  ({report['model_ms_per_text'][one]} ms each)")
+    click.echo(f"{report['tenants']} tenants, {report['stored']} texts stored, {report['asked']} queries asked; "
+               f"extra model time {report['extra_model_seconds']} s")
+
+
 @cli.command("reindex")
 @click.pass_context
 def reindex_command(ctx: click.Context) -> None:
