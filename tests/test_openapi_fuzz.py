@@ -1,4 +1,13 @@
-"""schemathesis against the live OpenAPI schema of a real server: no 5xx, no schema violation."""
+"""schemathesis against the live OpenAPI schema of a real server: no 5xx, no schema violation.
+
+It once failed on a fresh clone under CPU load. The cause was a clock, not a finding: schemathesis
+gives each request 10 s by default (`DEFAULT_RESPONSE_TIMEOUT`), and the first recall after a start
+loaded and traced the model (14 s measured) because /readyz said ready before any query had run; a
+loaded machine pushed it past 10 s and the run reported a timeout. Now the server warms the model and
+the index before it is ready (hardening item 13), the request timeout is set far above any honest
+request (speed is measured by `xmemo bench`, not here), and the example database is off, so a fresh
+clone and a used checkout send exactly the same cases for the fixed seed.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +35,8 @@ def test_schemathesis_finds_nothing(server):
     assert binary, "schemathesis is a test dependency"
     done = subprocess.run(
         [binary, "run", f"{server.url}/openapi.json", "-H", f"Authorization: Bearer {server.admin_key}",
-         "--checks", "all", "--max-examples", "40", "--seed", "20261130", "--no-color"],
+         "--checks", "all", "--max-examples", "40", "--seed", "20261130", "--no-color",
+         "--request-timeout", "600", "--generation-database", "none"],
         capture_output=True, text=True, timeout=900,
     )
     assert done.returncode == 0, done.stdout[-6000:]
