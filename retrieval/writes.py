@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .backup import content_id, line_owner
 from .embedding import memory_digest, text_sha256
 from .engine import SESSION_CONTEXT_TURNS, MemoryEngine, embedding_text, session_context
 from .errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
@@ -314,8 +315,12 @@ IMPORT_FIELDS = {
 }
 
 
-def record_from_line(principal: Principal, line: dict[str, Any], now: str) -> Memory:
-    """One import line (a plain memory, or an exported record with its id, status and times)."""
+def record_from_line(principal: Principal | None, line: dict[str, Any], now: str) -> Memory:
+    """One import line (a plain memory, or an exported record with its id, owner, status and times).
+
+    With `principal` None the line's own owner_id is restored; otherwise a line of another owner is
+    refused (retrieval.backup). A line without an id gets one from its content, so a re-import adds nothing.
+    """
     unknown = set(line) - IMPORT_FIELDS
     if unknown:
         raise ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
@@ -335,8 +340,8 @@ def record_from_line(principal: Principal, line: dict[str, Any], now: str) -> Me
         session_id=line.get("session_id"),
         occurred_at=line.get("occurred_at"),
     )
-    memory = _new_memory(principal, request, now, _auto_type(request))
-    restored: dict[str, Any] = {}
+    memory = _new_memory(_line_principal(principal, line), request, now, _auto_type(request))
+    restored: dict[str, Any] = {"id": content_id(memory, optional_time(line.get("occurred_at"), "occurred_at"))}
     if line.get("id"):
         try:
             restored["id"] = str(uuid.UUID(str(line["id"])))
@@ -368,18 +373,25 @@ def record_from_line(principal: Principal, line: dict[str, Any], now: str) -> Me
     return replace(memory, **restored)
 
 
+def _line_principal(principal: Principal | None, line: dict[str, Any]) -> Principal:
+    owner = line_owner(principal.owner_id if principal is not None else None, line)
+    return principal if principal is not None else Principal.local(owner)
+
+
 OPTIMIZE_AFTER_IMPORTED = 1000  # below this, the plain segments search about as fast
 
 
 def import_records(
     engine: MemoryEngine,
-    principal: Principal,
+    principal: Principal | None,
     lines: Iterable[dict[str, Any]],
     *,
     batch_size: int = 256,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, int]:
     """Bulk remember: validate, embed a batch, commit it to SQL, index it. Ids already present are skipped.
+
+    `principal` None restores every line's own owner (a backup); see `record_from_line`.
 
     A line with a semantic_key takes the remember path (no-op, supersede) one by one. Returns counts.
     """
@@ -404,7 +416,12 @@ def import_records(
         if not pending:
             return
         existing = engine.store.get_many([m.id for m in pending])
-        fresh = [m for m in pending if m.id not in existing]
+        seen = set(existing)
+        fresh = []
+        for memory in pending:  # a line repeated in the file is written once, as its first copy
+            if memory.id not in seen:
+                fresh.append(memory)
+                seen.add(memory.id)
         counts["skipped"] += len(pending) - len(fresh)
         if fresh:
             vectors = _vectors(engine, fresh)
@@ -419,7 +436,7 @@ def import_records(
     for line in lines:
         memory = record_from_line(principal, line, now)
         if memory.semantic_key is not None and memory.status == MemoryStatus.ACTIVE and not line.get("id"):
-            remember(engine, principal, _request_of(memory))
+            remember(engine, principal or Principal.local(memory.owner_id), _request_of(memory))
             counts["keyed"] += 1
             if progress:
                 progress(1)

@@ -140,23 +140,27 @@ def _count_lines(path: Path) -> int:
 
 
 @cli.command("import")
-@click.option("--owner", required=True)
+@click.option("--owner", default=None, help="Import as this owner; lines of any other owner are refused. "
+                                            "Without it, each line's owner_id is restored.")
 @click.option("--batch-size", type=click.IntRange(1, 4096), default=256, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.pass_context
-def import_command(ctx: click.Context, owner: str, batch_size: int, as_json: bool, file: Path) -> None:
-    """Import memories from JSON Lines (one memory per line), batched, with a progress bar."""
+def import_command(ctx: click.Context, owner: str | None, batch_size: int, as_json: bool, file: Path) -> None:
+    """Import memories from JSON Lines (one memory per line), batched, with a progress bar.
+
+    A line without an id gets one from its content, so importing the same file again adds nothing.
+    """
+    principal = Principal.local(owner) if owner is not None else None
     total = _count_lines(file)
     # Validate every line before anything is written, so a bad file changes nothing.
     for number, line in enumerate(_read_jsonl(file), start=1):
         try:
-            record_from_line(Principal.local(owner), line, "2000-01-01T00:00:00.000000Z")
+            record_from_line(principal, line, "2000-01-01T00:00:00.000000Z")
         except ValidationError as error:
             raise ValidationError(f"{file}: line {number}: {error.message}") from error
     with _engine(ctx) as engine, tqdm(total=total, unit="mem", file=sys.stderr, disable=None) as bar:
-        counts = import_records(engine, Principal.local(owner), _read_jsonl(file), batch_size=batch_size,
-                                progress=bar.update)
+        counts = import_records(engine, principal, _read_jsonl(file), batch_size=batch_size, progress=bar.update)
     if as_json:
         _emit(counts)
     else:
@@ -177,10 +181,8 @@ def export_command(ctx: click.Context, owner: str | None, file: Path) -> None:
     count = 0
     temporary = file.with_name(file.name + ".partial")
     with temporary.open("w", encoding="utf-8") as handle:
-        for memory in store.iterate(owner):
-            record = memory.to_dict()
-            record.pop("owner_id")
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        for memory in store.iterate(owner):  # each line keeps its owner_id and team_id
+            handle.write(json.dumps(memory.to_dict(), ensure_ascii=False) + "\n")
             count += 1
     temporary.replace(file)
     store.close()
