@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from .errors import StoreError
+from .permissions import private_file
 from .records import Memory
 
 __all__ = [
@@ -252,8 +253,7 @@ class EmbeddingCache:
     """Vectors keyed by (model name, sha256 of text) in a SQLite file, so no text is encoded twice."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self.path = path
+        self.path = private_file(path)
         self._local = threading.local()
         with self._connection() as connection:
             connection.execute(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,6 +29,7 @@ from retrieval import (
     render_context_text,
     search_memory,
 )
+from retrieval.permissions import PRIVATE_FILE, private_umask, secure_data_dir
 from retrieval.store import MemoryStore
 from retrieval.writes import record_from_line
 
@@ -73,7 +75,13 @@ def _settings(ctx: click.Context) -> RetrievalSettings:
 
 
 def _engine(ctx: click.Context, **kwargs: Any) -> MemoryEngine:
-    return MemoryEngine(_settings(ctx), **kwargs)
+    return _open_private(_settings(ctx), **kwargs)
+
+
+def _open_private(settings: RetrievalSettings, **kwargs: Any) -> MemoryEngine:
+    """Open the stores of a data dir, made private first (what the CLI creates is, see `cli`)."""
+    secure_data_dir(settings.data_dir)
+    return MemoryEngine(settings, **kwargs)
 
 
 def _emit(document: Any) -> None:
@@ -86,8 +94,10 @@ def _emit(document: Any) -> None:
 @click.option("--qdrant-url", envvar="QDRANT_URL", default=None,
               help="Qdrant server URL; absent means the embedded Qdrant Edge store.")
 @click.option("-v", "--verbose", is_flag=True, help="Log to stderr.")
-def cli(data_dir: str, qdrant_url: str | None, verbose: bool) -> None:
+@click.pass_context
+def cli(ctx: click.Context, data_dir: str, qdrant_url: str | None, verbose: bool) -> None:
     """xmemo: a self-hostable memory service for AI agents."""
+    ctx.with_resource(private_umask())  # every file a command creates is its user's alone (retrieval.permissions)
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
@@ -177,10 +187,12 @@ def export_command(ctx: click.Context, owner: str | None, file: Path) -> None:
     settings = _settings(ctx)
     if not settings.sql_path.exists():
         raise StoreError(f"no store at {settings.data_dir}")
+    secure_data_dir(settings.data_dir)
     store = MemoryStore.open(settings.sql_path)
     count = 0
     temporary = file.with_name(file.name + ".partial")
-    with temporary.open("w", encoding="utf-8") as handle:
+    # The export holds every tenant's memories: readable by its maker only, like the data dir.
+    with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE), "w", encoding="utf-8") as handle:
         for memory in store.iterate(owner):  # each line keeps its owner_id and team_id
             handle.write(json.dumps(memory.to_dict(), ensure_ascii=False) + "\n")
             count += 1
@@ -360,8 +372,6 @@ def bench_command(ctx: click.Context, memories: int, queries: int, backends: str
 @click.pass_context
 def serve_command(ctx: click.Context, host: str, port: int) -> None:
     """Run the HTTP and MCP service (uvicorn) on the data dir's stores."""
-    import os
-
     import uvicorn
 
     from .app import create_app
@@ -369,17 +379,16 @@ def serve_command(ctx: click.Context, host: str, port: int) -> None:
     from .settings import ServiceSettings
 
     settings = ServiceSettings(host=host, port=port, retrieval=_settings(ctx))
-    settings.retrieval.data_dir.mkdir(parents=True, exist_ok=True)
     admin_file = settings.retrieval.data_dir / "admin.key"
-    keys = KeyStore.open(settings.retrieval.data_dir)
+    keys = KeyStore.open(settings.retrieval.data_dir)  # makes the data dir private, an older admin.key too
     if keys.count() == 0:
         issued = keys.create("admin", agent_id="admin", scopes=("memory:read", "memory:write", "memory:admin"))
-        descriptor = os.open(admin_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        descriptor = os.open(admin_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
         with os.fdopen(descriptor, "w") as handle:
             handle.write(issued.key + "\n")
         click.echo(f"created an admin API key; it is in {admin_file} (readable only by you)", err=True)
     keys.close()
-    engine = MemoryEngine(settings.retrieval)  # a store that cannot open fails here, with exit code 3
+    engine = _open_private(settings.retrieval)  # a store that cannot open fails here, with exit code 3
     _json_logs()
     uvicorn.run(create_app(settings, engine=engine), host=host, port=port, log_level="warning", log_config=None)
 

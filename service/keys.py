@@ -18,6 +18,7 @@ from sqlalchemy import Column, Engine, MetaData, String, Table, Text, select, up
 from sqlalchemy.exc import OperationalError
 
 from retrieval import AuthenticationError, Principal, StoreError, ValidationError
+from retrieval.permissions import private_file, secure_data_dir
 from retrieval.records import format_time, utc_now
 from retrieval.schema import open_engine
 
@@ -83,8 +84,10 @@ class KeyStore:
 
     @classmethod
     def open(cls, data_dir: Path) -> KeyStore:
+        """The key store of a data dir, which it makes private first (retrieval.permissions)."""
+        secure_data_dir(data_dir)
         try:
-            return cls(open_engine(data_dir / "keys.sqlite"))
+            return cls(open_engine(private_file(data_dir / "keys.sqlite")))
         except OperationalError as error:
             raise StoreError(f"cannot open the key store in {data_dir}: {error}") from error
 
