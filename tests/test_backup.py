@@ -7,21 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
-
 from retrieval import Memory, MemoryType, ValidationError
 from retrieval.backup import content_id, line_owner
-from service.cli import cli
 
-
-@pytest.fixture
-def run(tmp_path, real_embedder):  # type: ignore[no-untyped-def]
-    runner = CliRunner()
-
-    def invoke(*args: str, data: str = "data"):  # type: ignore[no-untyped-def]
-        return runner.invoke(cli, ["--data-dir", str(tmp_path / data), *args], catch_exceptions=False)
-
-    return invoke
+from .test_cli import run  # noqa: F401  (the CLI runner fixture on a tmp data dir)
 
 
 def write_lines(path: Path, lines: list[dict[str, Any]]) -> Path:
