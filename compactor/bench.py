@@ -12,7 +12,7 @@ import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +87,7 @@ def _timed_pass(engine: MemoryEngine, principal: Principal, request: ReflectRequ
     started = time.perf_counter()
     now = engine.clock()
     options = resolve_options(principal, request, now)
-    snapshot = read_snapshot(engine, options, now)
+    snapshot = read_snapshot(engine, options, now, timedelta(days=settings.recurrence_lookback_days))
     read_s = time.perf_counter() - started
     plan = plan_reflection(snapshot, options, settings, default_summarizer(engine, settings), now)
     planned_s = time.perf_counter() - started

@@ -22,6 +22,7 @@ import numpy as np
 from retrieval import Memory, MemoryStatus, MemoryType
 from retrieval.embedding import text_sha256
 from retrieval.records import format_time
+from retrieval.sentences import normalise
 
 from .clustering import cluster_vectors
 from .lifecycle import BASE_KEY, base_importance, decayed_importance, idle_days, is_expired, is_protected, should_archive
@@ -30,6 +31,7 @@ from .settings import ReflectSettings
 from .summarizer import ClusterView, Summarizer, heading_for
 
 __all__ = [
+    "CARRIED_KEY",
     "PROMOTED_KEY",
     "SUMMARIZED_KEY",
     "Change",
@@ -42,6 +44,9 @@ __all__ = [
 # with PROMOTED_KEY is never promoted again (the same evidence is promoted once).
 SUMMARIZED_KEY = "summarized_into"
 PROMOTED_KEY = "promoted_into"
+# Set when the memory reflect made holds the member's whole text: only such a member may be archived
+# for idleness, since hiding it then loses no words (docs/reflect.md, "Archive").
+CARRIED_KEY = "carried_into"
 _IDS = uuid.UUID("6f1e7a52-3c1b-4b7e-9a55-0d7c2b1f4e10")  # namespace of the ids reflect derives
 
 
@@ -120,6 +125,7 @@ class _Builder:
         self.summarizer = summarizer
         self.now = now
         self.stamp = format_time(now)
+        self.since = format_time(options.since)
         self.changes: list[Change] = []
         self.latest: dict[str, Memory] = {}
         self.expired: set[str] = set()
@@ -160,45 +166,60 @@ class _Builder:
     # -- summarize and promote ----------------------------------------------------------------
 
     def consolidate(self, episodes: Sequence[Memory], vectors: Mapping[str, np.ndarray]) -> None:
+        """Cluster the pool; a cluster with new members is promoted when it recurs, else its new
+        members are summarized when there are enough of them.
+
+        New members are the window's episodes not summarized yet. The pool adds, from the recurrence
+        lookback, the earlier episodes not yet promoted: a topic summarized in one session that comes
+        back in a later one is how recurrence shows. A cluster without a new member is left alone, so
+        planning again after applying finds nothing new.
+        """
         if not (self.wants("summarize") or self.wants("promote")):
             return
         pool = [
             m for m in episodes
-            if m.status == MemoryStatus.ACTIVE and m.id not in self.expired and SUMMARIZED_KEY not in m.metadata
+            if m.status == MemoryStatus.ACTIVE and m.id not in self.expired and PROMOTED_KEY not in m.metadata
         ]
-        self.candidates["episodes"] = len(pool)
+        new = {m.id for m in pool if self.is_new(m)}
+        self.candidates["episodes"] = len(new)
         with_vectors = [m for m in pool if m.id in vectors]
-        self.candidates["unvectored"] = len(pool) - len(with_vectors)
+        self.candidates["unvectored"] = sum(1 for m in pool if m.id in new and m.id not in vectors)
         consolidated: set[str] = set()
         for members in _by_space(with_vectors):
             matrix = np.stack([vectors[m.id] for m in members])
             for rows in cluster_vectors(matrix, self.settings.cluster_max_distance, self.settings.min_cluster_size):
-                self.candidates["clusters"] += 1
                 cluster = [members[r] for r in rows]
-                if self.consolidate_cluster(cluster, matrix[rows]):
-                    consolidated.update(m.id for m in cluster)
+                if not any(m.id in new for m in cluster):
+                    continue
+                self.candidates["clusters"] += 1
+                consolidated.update(self.consolidate_cluster(cluster, matrix[rows], new))
         if self.wants("promote"):
             for memory in sorted(pool, key=_chronological):
-                if memory.id not in consolidated and self.read_often(memory):
+                if memory.id in new and memory.id not in consolidated and self.read_often(memory):
                     self.promote_single(memory)
         # An episode still waiting in the window is kept for the next pass, not archived in this one:
         # archiving it would change what the next pass clusters (docs/reflect.md, "Running again").
-        self.waiting = {m.id for m in pool} - consolidated
+        self.waiting = new - consolidated
 
-    def consolidate_cluster(self, cluster: list[Memory], matrix: np.ndarray) -> bool:
+    def is_new(self, memory: Memory) -> bool:
+        return memory.occurred_at >= self.since and SUMMARIZED_KEY not in memory.metadata
+
+    def consolidate_cluster(self, cluster: list[Memory], matrix: np.ndarray, new: set[str]) -> set[str]:
+        """Promote the cluster, or summarize its new members; returns the ids it consolidated."""
         view = _view(cluster, matrix)
         recurring = view.sessions >= self.settings.promote_min_sessions or len(view.days) >= self.settings.promote_min_days
-        fresh_evidence = not any(PROMOTED_KEY in m.metadata for m in cluster)
         substantial = float(np.median([len(m.content.split()) for m in cluster])) >= self.settings.promote_min_words
-        if self.wants("promote") and recurring and fresh_evidence and substantial:
+        if self.wants("promote") and recurring and substantial:
             reason = f"{len(cluster)} similar memories recur over {view.sessions} sessions and {len(view.days)} days"
             self.derive("promote", view, MemoryType.SEMANTIC, "Recurring topic", reason)
-            return True
-        if self.wants("summarize"):
-            reason = f"{len(cluster)} memories within cosine distance {self.settings.cluster_max_distance} of each other"
-            self.derive("summarize", view, MemoryType.EPISODIC, "Summary", reason)
-            return True
-        return False
+            return {m.id for m in cluster}
+        rows = [i for i, m in enumerate(cluster) if m.id in new]
+        if self.wants("summarize") and len(rows) >= self.settings.min_cluster_size:
+            fresh = _view([cluster[i] for i in rows], matrix[rows])
+            reason = f"{len(rows)} memories within cosine distance {self.settings.cluster_max_distance} of each other"
+            self.derive("summarize", fresh, MemoryType.EPISODIC, "Summary", reason)
+            return {cluster[i].id for i in rows}
+        return set()
 
     def derive(self, action: str, view: ClusterView, memory_type: MemoryType, kind: str, reason: str) -> None:
         members = [self.current(m) for m in view.members]
@@ -206,9 +227,10 @@ class _Builder:
         made = self.new_memory(action, members, content, memory_type, {
             "summarizer": self.summarizer.name, "sessions": view.sessions, "days": len(view.days),
         })
-        marks = {SUMMARIZED_KEY: made.id} if action == "summarize" else {SUMMARIZED_KEY: made.id, PROMOTED_KEY: made.id}
+        marks = {SUMMARIZED_KEY: made.id} if action == "summarize" else {PROMOTED_KEY: made.id}
         pairs: list[tuple[Memory | None, Memory]] = [(None, made)]
-        pairs += [(m, self.bump(m, metadata={**m.metadata, **marks})) for m in members]
+        pairs += [(m, self.bump(m, metadata={SUMMARIZED_KEY: made.id, **m.metadata, **marks, **_carried(made, m)}))
+                  for m in members]
         self.record(action, reason, pairs, {
             "id": made.id, "type": made.type.value, "path": made.path, "content": made.content,
             "derived_from": list(made.derived_from), "members": len(members), "sessions": view.sessions,
@@ -222,7 +244,8 @@ class _Builder:
         member = self.current(memory)
         made = self.new_memory("promote", [member], member.content, MemoryType.SEMANTIC, {"reads": member.access_count})
         reason = f"read {member.access_count} times (at least {self.settings.promote_min_access})"
-        self.record("promote", reason, [(None, made), (member, self.bump(member, metadata={**member.metadata, PROMOTED_KEY: made.id}))], {
+        marked = self.bump(member, metadata={**member.metadata, PROMOTED_KEY: made.id, CARRIED_KEY: made.id})
+        self.record("promote", reason, [(None, made), (member, marked)], {
             "id": made.id, "type": made.type.value, "path": made.path, "content": made.content,
             "derived_from": [member.id], "members": 1, "reads": member.access_count,
         })
@@ -269,10 +292,16 @@ class _Builder:
                             [(memory, after)], {"id": memory.id, "importance_before": memory.importance,
                                                 "importance_after": target, "idle_days": idle})
                 memory = after
-            if self.wants("archive") and memory.id not in self.waiting and should_archive(memory, self.now, self.settings):
+            if (self.wants("archive") and memory.id not in self.waiting and CARRIED_KEY in memory.metadata
+                    and should_archive(memory, self.now, self.settings)):
                 after = self.bump(memory, status=MemoryStatus.ARCHIVED)
                 self.record("archive", f"importance {target} < {self.settings.archive_importance} after {idle} idle days",
                             [(memory, after)], {"id": memory.id, "importance": target, "idle_days": idle})
+
+
+def _carried(made: Memory, member: Memory) -> dict[str, str]:
+    """The CARRIED_KEY mark when `made` holds all of the member's words."""
+    return {CARRIED_KEY: made.id} if normalise(member.content) in normalise(made.content) else {}
 
 
 def _chronological(memory: Memory) -> tuple[str, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from retrieval import MemoryEngine, Principal
@@ -38,7 +39,7 @@ def prepare_plan(
     now = engine.clock()
     options = resolve_options(principal, request, now)
     engine.access.flush()  # plan on the read counts and times served so far
-    snapshot = read_snapshot(engine, options, now)
+    snapshot = read_snapshot(engine, options, now, timedelta(days=settings.recurrence_lookback_days))
     return plan_reflection(snapshot, options, settings, summarizer or default_summarizer(engine, settings), now)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import numpy as np
 
@@ -16,8 +16,11 @@ from .plan import Snapshot
 __all__ = ["read_snapshot"]
 
 
-def read_snapshot(engine: MemoryEngine, options: ReflectOptions, now: datetime) -> Snapshot:
+def read_snapshot(engine: MemoryEngine, options: ReflectOptions, now: datetime, lookback: timedelta) -> Snapshot:
     """The memories the requested actions look at, as one consistent snapshot (SQLite WAL read).
+
+    Episodes come from the window, widened back by `lookback` (the recurrence lookback), so that a
+    new cluster can be seen to recur with earlier episodes.
 
     Vectors come from the embedding cache, else from the index; a memory with neither is counted as
     unvectored and left out of clustering. Nothing is encoded here.
@@ -29,8 +32,8 @@ def read_snapshot(engine: MemoryEngine, options: ReflectOptions, now: datetime) 
     any_status = replace(options.filters, statuses=tuple(MemoryStatus))
     with store.engine.connect() as connection, connection.begin():
         episodes = (
-            store.window_episodes(any_status, format_time(options.since), format_time(options.until),
-                                  options.limit, connection)
+            store.window_episodes(any_status, format_time(min(options.since, options.until - lookback)),
+                                  format_time(options.until), options.limit, connection)
             if wanted & {"summarize", "promote"} else []
         )
         overdue = store.overdue(options.filters, format_time(now), options.limit, connection) if "expire" in wanted else []

@@ -23,6 +23,9 @@ class ReflectSettings(BaseSettings):
     summary_max_tokens: int = Field(default=200, ge=32, le=4000)
     summary_diversity: float = Field(default=0.3, ge=0.0, le=1.0, description="MMR weight on novelty")
     # Promotion: a cluster recurring over this many distinct sessions or days, or one episode read often.
+    # How far back a pass looks for earlier episodes a new cluster may recur with: a topic summarized
+    # in one session and back weeks later is promoted then (LoCoMo's sessions are days to weeks apart).
+    recurrence_lookback_days: float = Field(default=90.0, gt=0.0)
     promote_min_sessions: int = Field(default=2, ge=2)
     promote_min_days: int = Field(default=2, ge=2)
     promote_min_access: int = Field(default=5, ge=1)

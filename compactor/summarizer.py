@@ -10,7 +10,6 @@ order they happened, under a header with the count, the dates and the sessions.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -18,18 +17,14 @@ from typing import Protocol
 import numpy as np
 
 from retrieval import Memory
+from retrieval.sentences import INFORMATIVE_WORDS, key_sentence
 from retrieval.tokens import TokenCounter
 
 from .clustering import unit_rows
 
-__all__ = ["ClusterView", "ExtractiveSummarizer", "Summarizer", "heading_for", "informativeness", "key_sentence", "representatives"]
+__all__ = ["ClusterView", "ExtractiveSummarizer", "Summarizer", "heading_for", "informativeness", "representatives"]
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-_SPEAKER = re.compile(r"^[A-Z][\w.' -]{0,39}: ")  # "Caroline: " in a transcript
 MAX_SENTENCE_TOKENS = 60  # a single long member cannot take the whole budget
-# Sentences shorter than this many words weigh proportionally less as representatives: in LoCoMo,
-# replies such as "Thanks, Nate!" sit close to a cluster's centroid and say nothing.
-INFORMATIVE_WORDS = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,21 +73,6 @@ def representatives(vectors: np.ndarray, count: int, diversity: float, weights: 
                 best, best_score = row, score
         chosen.append(best)
     return chosen
-
-
-def key_sentence(content: str) -> str:
-    """The member's first sentence of at least INFORMATIVE_WORDS words, else its longest; a leading
-    speaker label ("Caroline: ...") stays in front of it."""
-    text = " ".join(content.split())
-    label = ""
-    found = _SPEAKER.match(text)
-    if found:
-        label, text = found.group(0), text[found.end():]
-    sentences = [s for s in _SENTENCE_END.split(text) if s] or [text]
-    chosen = next((s for s in sentences if len(s.split()) >= INFORMATIVE_WORDS), None)
-    if chosen is None:
-        chosen = max(sentences, key=lambda s: (len(s.split()), -sentences.index(s)))
-    return label + chosen
 
 
 class ExtractiveSummarizer:

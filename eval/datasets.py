@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["Dataset", "Doc", "Query", "load_beir", "load_dataset", "load_locomo", "slice_dataset"]
+__all__ = ["Dataset", "Doc", "Observation", "Query", "load_beir", "load_dataset", "load_locomo", "slice_dataset"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,17 @@ class Query:
     group: str
     relevant: dict[str, int]  # doc id -> graded relevance (> 0)
     category: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """An annotated fact (LoCoMo `observation`): who it is about and the turns it rests on."""
+
+    group: str
+    session: str
+    speaker: str
+    text: str
+    evidence: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +92,7 @@ def load_locomo(path: Path) -> Dataset:
     samples = json.loads(path.read_text(encoding="utf-8"))
     docs: list[Doc] = []
     queries: list[Query] = []
+    observations: list[Observation] = []
     for sample in samples:
         group = sample["sample_id"]
         conversation = sample["conversation"]
@@ -95,6 +107,7 @@ def load_locomo(path: Path) -> Dataset:
                     text += f" [shares a photo: {turn['blip_caption']}]"
                 docs.append(Doc(id=f"{group}/{turn['dia_id']}", text=text, group=group, occurred_at=when,
                                 session_id=f"{group}/session_{number}"))
+        observations += _observations(group, sample.get("observation") or {})
         for index, qa in enumerate(sample["qa"]):
             evidence = [e.strip() for item in qa.get("evidence", []) for e in re.split(r"[;,]", item) if e.strip()]
             relevant = {f"{group}/{e}": 1 for e in evidence}
@@ -104,7 +117,22 @@ def load_locomo(path: Path) -> Dataset:
     queries = [
         Query(q.id, q.text, q.group, {d: g for d, g in q.relevant.items() if d in known}, q.category) for q in queries
     ]
-    return Dataset(name=path.stem, kind="locomo", docs=docs, queries=queries)
+    return Dataset(name=path.stem, kind="locomo", docs=docs, queries=queries,
+                   meta={"observations": [o for o in observations if set(o.evidence) <= known]})
+
+
+def _observations(group: str, annotated: dict[str, dict[str, list[list[str]]]]) -> list[Observation]:
+    """LoCoMo's per-session facts about each speaker, with the turns that are their evidence."""
+    found = []
+    for session_key, by_speaker in sorted(annotated.items()):
+        for speaker, facts in sorted(by_speaker.items()):
+            for fact in facts:
+                text, evidence = fact[0], fact[1] if len(fact) > 1 else ""
+                ids = [f"{group}/{e.strip()}" for item in ([evidence] if isinstance(evidence, str) else evidence)
+                       for e in re.split(r"[;,]", item) if e.strip()]
+                if ids:
+                    found.append(Observation(group, session_key, speaker, text, tuple(ids)))
+    return found
 
 
 def load_dataset(spec: str, shared_data: Path) -> Dataset:

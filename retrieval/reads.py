@@ -14,6 +14,7 @@ from .index import IndexFilter
 from .packing import Pack, PackCandidate, pack_context
 from .ranking import W_IMPORTANCE, W_RECENCY, Ranked, rank_candidates
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters
+from .restatements import Collapsed, collapse_restatements
 from .validation import check_field, check_path_filter, check_query, check_range, memory_type_or_auto
 from .writes import visible_memory
 
@@ -184,6 +185,13 @@ def _date(memory: Memory) -> str:
     return memory.occurred_at[:10]
 
 
+def _without_restatements(engine: MemoryEngine, ranked: list[Hydrated]) -> tuple[list[Hydrated], list[Collapsed]]:
+    """The ranking with restatements collapsed (retrieval.restatements), and what collapsed."""
+    vectors = engine.index.dense_vectors([h.memory.id for h in ranked])
+    kept, collapsed = collapse_restatements([h.memory for h in ranked], vectors, len(ranked))
+    return [ranked[position] for position in kept], collapsed
+
+
 def recall_context(
     engine: MemoryEngine,
     principal: Principal,
@@ -205,7 +213,7 @@ def recall_context(
         principal, team_id=team_id, bucket=bucket, scope=scope, path_filter=path_filter, memory_type=memory_type
     )
     retrieval = hybrid_retrieve(engine, filters, query, depth=max(CANDIDATE_DEPTH, 3 * max_items))
-    ranked = hydrate(engine, retrieval, PACK_WINDOW * max_items)
+    ranked, collapsed = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * max_items))
     candidates = [
         PackCandidate(h.memory.id, f"{_date(h.memory)} · {h.memory.type.value} · {h.memory.path}", h.memory.content)
         for h in ranked
@@ -228,6 +236,8 @@ def recall_context(
             }
         )
     retrieval.plan["items"] = [{"id": ranked[i.rank].memory.id, **ranked[i.rank].ranked.components()} for i in pack.items]
+    packed = {item.id for item in pack.items}
+    retrieval.plan["collapsed"] = [c.to_dict() for c in collapsed if c.into in packed]
     return {
         "version": PACK_VERSION,
         "query": query,
@@ -278,7 +288,8 @@ def recall(engine: MemoryEngine, principal: Principal, query: str, *, limit: int
     check_range(limit, "limit", 1, 20)
     filters = read_filters(principal, **filter_args)
     retrieval = hybrid_retrieve(engine, filters, query, depth=CANDIDATE_DEPTH)
-    results = [{**_result(h.memory), "score": round(h.ranked.score, 6)} for h in hydrate(engine, retrieval, limit)]
+    ranked, _ = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * limit))
+    results = [{**_result(h.memory), "score": round(h.ranked.score, 6)} for h in ranked[:limit]]
     engine.access.record([item["id"] for item in results], used=[item["id"] for item in results[:1]])
     return {"query": query, "results": results}
 

@@ -15,7 +15,8 @@ from compactor import ReflectRequest, ReflectSettings
 from compactor.clustering import cluster_vectors
 from compactor.lifecycle import decayed_importance, idle_days, is_expired, is_protected, should_archive
 from compactor.options import ACTIONS, normalize_actions, resolve_options
-from compactor.summarizer import ClusterView, ExtractiveSummarizer, key_sentence, representatives
+from compactor.summarizer import ClusterView, ExtractiveSummarizer, representatives
+from retrieval.sentences import key_sentence
 from retrieval import Memory, MemoryType, PermissionDeniedError, Principal, ValidationError
 from retrieval.records import format_time
 from retrieval.tokens import token_counter
