@@ -171,7 +171,7 @@ class MemoryEngine:
         for start in range(0, len(memories), INDEX_BATCH):
             batch = memories[start : start + INDEX_BATCH]
             dense = vectors[start : start + INDEX_BATCH] if vectors is not None else self.vectors_for(batch)
-            points = [point_for(m, dense[i], self.sparse.document(bm25_text(m))) for i, m in enumerate(batch)]
+            points = [point_for(m, dense[i], self.sparse.document(bm25_text(m), m.semantic_key)) for i, m in enumerate(batch)]
             self.space.check()
             self.index.upsert(points)
             self.store.mark_indexed((m.id, m.version) for m in batch)
