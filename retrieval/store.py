@@ -120,6 +120,13 @@ def _visibility(filters: ReadFilters):  # type: ignore[no-untyped-def]
     return and_(*clauses)
 
 
+def _episodes_in(filters: ReadFilters, since: str, until: str):  # type: ignore[no-untyped-def]
+    """Episodes a caller wrote (not reflect) that the filters admit, occurred in [since, until)."""
+    c = memories.c
+    return and_(_visibility(filters), c.type == MemoryType.EPISODIC.value, c.derived_from == "[]",
+                c.occurred_at >= since, c.occurred_at < until)
+
+
 class MemoryStore:
     """Reads and writes memory records; the one module that knows the SQL layout."""
 
@@ -350,17 +357,16 @@ class MemoryStore:
     ) -> list[tuple[Memory, str]]:
         """Episodic memories the filters admit (their statuses included) that a caller wrote, not
         reflect, occurred in [since, until), newest first, with their embed digests."""
-        c = memories.c
         rows = connection.execute(
-            select(memories)
-            .where(
-                _visibility(filters), c.type == MemoryType.EPISODIC.value, c.derived_from == "[]",
-                c.occurred_at >= since, c.occurred_at < until,
-            )
-            .order_by(c.occurred_at.desc(), c.id)
-            .limit(limit)
+            select(memories).where(_episodes_in(filters, since, until)).order_by(memories.c.occurred_at.desc(),
+                                                                               memories.c.id).limit(limit)
         )
         return [(_from_row(row), row._mapping["embed_sha256"]) for row in rows]
+
+    def count_window(self, filters: ReadFilters, since: str, until: str, connection: Connection) -> int:
+        """How many episodes `window_episodes` would return without its limit."""
+        statement = select(func.count()).select_from(memories).where(_episodes_in(filters, since, until))
+        return int(connection.execute(statement).scalar_one())
 
     def overdue(self, filters: ReadFilters, now: str, limit: int, connection: Connection) -> list[Memory]:
         """Memories the filters admit whose `expires_at` has passed, soonest expired first."""
