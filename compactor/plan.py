@@ -53,12 +53,14 @@ _IDS = uuid.UUID("6f1e7a52-3c1b-4b7e-9a55-0d7c2b1f4e10")  # namespace of the ids
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """What one read transaction saw: the window's episodes (newest first, at most `limit`), the
-    overdue memories, the longest-unused memories, and the stored vectors of the episodes."""
+    overdue memories, the longest-unused memories, the stored vectors of the episodes, and how many
+    episodes the limit kept out."""
 
     episodes: tuple[Memory, ...] = ()
     overdue: tuple[Memory, ...] = ()
     stalest: tuple[Memory, ...] = ()
     vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
+    left_out: int = 0  # episodes of the window the `limit` kept out of this pass
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,7 @@ def plan_reflection(
     builder.expire(snapshot.overdue)
     builder.consolidate(snapshot.episodes, snapshot.vectors)
     builder.age(snapshot.stalest)
+    builder.candidates["left_out"] = snapshot.left_out
     return Plan(plan_id, now, options, tuple(builder.changes), builder.candidates)
 
 

@@ -6,11 +6,13 @@ from typing import Any
 
 from retrieval.records import format_time
 
-from .plan import Plan
+from .plan import Change, Plan
 
-__all__ = ["MAX_TEXT_AUDIT_IDS", "build_report", "render_reflect_text"]
+__all__ = ["MAX_TEXT_AUDIT_IDS", "MAX_TEXT_CANDIDATES", "build_report", "render_reflect_text"]
 
 MAX_TEXT_AUDIT_IDS = 20
+MAX_TEXT_CANDIDATES = 50  # a dry run's text lists this many candidates, then says how many more
+PREVIEW_CHARS = 100
 
 
 def build_report(plan: Plan, audit_ids: list[str], *, dry_run: bool, with_content: bool = True) -> dict[str, Any]:
@@ -41,7 +43,24 @@ def build_report(plan: Plan, audit_ids: list[str], *, dry_run: bool, with_conten
         },
         "counts": plan.counts(),
         "audit_record_ids": list(audit_ids),
+        "preview": [_preview(change, with_content) for change in plan.changes],
     }
+
+
+def _preview(change: Change, with_content: bool) -> dict[str, Any]:
+    """One candidate as a person reviews it: the action, the memories, a short text, the reason.
+
+    For summarize and promote the text is the new memory's first line of content and the ids are the
+    new memory's, then its members'; otherwise the changed memory's own text.
+    """
+    subject = change.pairs[0][1]
+    lines = subject.content.splitlines()
+    text = lines[1] if change.action in ("summarize", "promote") and len(lines) > 1 else subject.content
+    text = " ".join(text.split())
+    item = {"action": change.action, "memory_ids": change.memory_ids, "reason": change.reason}
+    if with_content:
+        item["text"] = text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1].rstrip() + "…"
+    return item
 
 
 def render_reflect_text(report: dict[str, Any]) -> str:
@@ -64,4 +83,24 @@ def render_reflect_text(report: dict[str, Any]) -> str:
         lines += [f"- {audit_id}" for audit_id in ids[:MAX_TEXT_AUDIT_IDS]]
         if len(ids) > MAX_TEXT_AUDIT_IDS:
             lines.append(f"... and {len(ids) - MAX_TEXT_AUDIT_IDS} more")
+    if report["dry_run"]:
+        lines += _candidate_lines(report)
     return "\n".join(lines)
+
+
+def _candidate_lines(report: dict[str, Any]) -> list[str]:
+    """After the seed's lines: each candidate of a dry run, and what the candidate limit left out."""
+    preview = report.get("preview", [])
+    lines = ["", f"Candidates: {len(preview)}"]
+    for item in preview[:MAX_TEXT_CANDIDATES]:
+        ids = item["memory_ids"]
+        shown = ", ".join(ids[:3]) + (f" (+{len(ids) - 3} more)" if len(ids) > 3 else "")
+        text = f' "{item["text"]}"' if "text" in item else ""
+        lines.append(f"- {item['action']} [{shown}]{text}: {item['reason']}")
+    if len(preview) > MAX_TEXT_CANDIDATES:
+        lines.append(f"... and {len(preview) - MAX_TEXT_CANDIDATES} more candidates")
+    left_out = report.get("candidates", {}).get("left_out", 0)
+    if left_out:
+        lines.append(f"Left out: {left_out} episodes of the window were beyond the limit of "
+                     f"{report['filters']['limit']}; run again, or raise the limit, to look at them")
+    return lines

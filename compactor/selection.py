@@ -30,12 +30,11 @@ def read_snapshot(engine: MemoryEngine, options: ReflectOptions, now: datetime, 
     # Episodes of every status fill the `limit`, so that the candidate set does not shift when a pass
     # archives or expires some of them; the planner then looks at the active ones only.
     any_status = replace(options.filters, statuses=tuple(MemoryStatus))
+    consolidating = bool(wanted & {"summarize", "promote"})
+    since, until = format_time(min(options.since, options.until - lookback)), format_time(options.until)
     with store.engine.connect() as connection, connection.begin():
-        episodes = (
-            store.window_episodes(any_status, format_time(min(options.since, options.until - lookback)),
-                                  format_time(options.until), options.limit, connection)
-            if wanted & {"summarize", "promote"} else []
-        )
+        episodes = store.window_episodes(any_status, since, until, options.limit, connection) if consolidating else []
+        left_out = store.count_window(any_status, since, until, connection) - len(episodes) if consolidating else 0
         overdue = store.overdue(options.filters, format_time(now), options.limit, connection) if "expire" in wanted else []
         stalest = store.stalest(options.filters, options.limit, connection) if wanted & {"decay", "archive"} else []
     return Snapshot(
@@ -43,6 +42,7 @@ def read_snapshot(engine: MemoryEngine, options: ReflectOptions, now: datetime, 
         overdue=tuple(overdue),
         stalest=tuple(stalest),
         vectors=_stored_vectors(engine, episodes),
+        left_out=left_out,
     )
 
 

@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-__all__ = ["Dataset", "Doc", "Observation", "Query", "load_beir", "load_dataset", "load_locomo", "slice_dataset"]
+__all__ = ["SHARED_DATA", "Dataset", "Doc", "Observation", "Query", "load_beir", "load_dataset", "load_locomo", "slice_dataset"]
+
+# The evaluation data beside the repository (../shared/data), wherever the command runs from.
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,9 +31,10 @@ from retrieval.records import parse_time
 from retrieval.sentences import carries, normalise
 
 from .datasets import Dataset, Doc, Observation, Query
+from .report import check_floors
 from .runner import DEFAULT_CACHE
 
-__all__ = ["DUPLICATE_COSINE", "PACK_ITEMS", "PACK_TOKENS", "evaluate_lifecycle"]
+__all__ = ["DUPLICATE_COSINE", "PACK_ITEMS", "PACK_TOKENS", "evaluate_lifecycle", "lifecycle_checks"]
 
 PACK_TOKENS, PACK_ITEMS = 1500, 50
 DUPLICATE_COSINE = 0.95  # two items this close say the same thing (the issue's definition)
@@ -288,3 +289,22 @@ def evaluate_lifecycle(dataset: Dataset, cache_path: Path = DEFAULT_CACHE,
             "seconds": round(time.perf_counter() - started, 1),
         }
     }
+
+
+def lifecycle_checks(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """What the lifecycle must show (OK or FAIL each): the reflected arm at least as good as the
+    baseline, no pack holding the same words twice, reflect having made summaries and promotions,
+    and the floors of `eval/expected_scores.json` under "<dataset>-lifecycle"."""
+    base, reflected, totals = result["baseline"], result["reflected"], result["reflect_totals"]
+    rules = [
+        ("reflected recall@5 >= baseline", reflected["recall@5"] >= base["recall@5"]),
+        ("reflected pack_coverage >= baseline", reflected["pack_coverage"] >= base["pack_coverage"]),
+        ("duplicate_rate is 0 in both arms", base["duplicate_rate"] == reflected["duplicate_rate"] == 0),
+        ("reflect made summaries and promotions", totals["summarized"] > 0 and totals["promoted"] > 0),
+    ]
+    checks = [{"check": name, "status": "OK" if held else "FAIL"} for name, held in rules]
+    floors = check_floors({"dataset": f"{result['dataset']}-lifecycle", "strategies": {"baseline": base,
+                                                                                      "reflected": reflected}})
+    checks += [{"check": f"{c['strategy']} {c['metric']} {c['score']} >= {c['floor']}", "status": c["status"]}
+               for c in floors]
+    return checks

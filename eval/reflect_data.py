@@ -15,12 +15,11 @@ from retrieval import RetrievalSettings
 from retrieval.embedding import CachedEmbedder, EmbeddingCache, SentenceTransformerEmbedder
 from retrieval.records import format_time, parse_time
 
-from .datasets import Dataset, load_dataset
+from .datasets import SHARED_DATA, Dataset, load_dataset
 from .runner import DEFAULT_CACHE
 
 __all__ = ["clustering_inputs", "locomo_records"]
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 _NAMESPACE = uuid.UUID("0b7e3f7c-2d7a-4c1e-8f59-7d3a61c2b0a4")
 COPY_SHIFT = timedelta(days=365)
 

@@ -496,11 +496,13 @@ def keys_revoke(ctx: click.Context, key_id: str) -> None:
               envvar="XMEMO_SHARED_DATA", help="Where `scifact` and `locomo` live (default ../shared/data).")
 @click.option("--alpha", type=click.FloatRange(0.0, 1.0), default=None,
               help="Dense weight of the hybrid fusion, for sweeps (default: the production weight).")
+@click.option("--lifecycle", is_flag=True,
+              help="Replay LoCoMo session by session with and without reflect, then compare recall_context.")
 @click.option("--json", "as_json", is_flag=True)
 def eval_command(spec: str, strategies: str, ks: str, slice_queries: int | None, out_dir: Path | None,
-                 shared_data: Path | None, alpha: float | None, as_json: bool) -> None:
+                 shared_data: Path | None, alpha: float | None, lifecycle: bool, as_json: bool) -> None:
     """Score the production ranking against its channels on a judged data set; exit 1 below a floor."""
-    from eval.datasets import load_dataset, slice_dataset
+    from eval.datasets import SHARED_DATA, load_dataset, slice_dataset
     from eval.report import check_floors, write_outputs
     from eval.runner import STRATEGIES, evaluate
 
@@ -514,11 +516,14 @@ def eval_command(spec: str, strategies: str, ks: str, slice_queries: int | None,
     if not cutoffs or cutoffs[0] < 1:
         raise ValidationError("--k takes a comma list of positive integers")
     try:
-        dataset = load_dataset(spec, shared_data or Path("../shared/data"))
+        dataset = load_dataset(spec, shared_data or SHARED_DATA)
     except (FileNotFoundError, ValueError, KeyError) as error:
         raise ValidationError(f"cannot load {spec}: {error}") from error
     if slice_queries is not None:
         dataset = slice_dataset(dataset, slice_queries)
+    if lifecycle:
+        _eval_lifecycle(dataset, as_json)
+        return
     report = evaluate(dataset, names, cutoffs, alpha=alpha)
     runs = report.pop("runs")
     report["checks"] = check_floors(report) if alpha is None else []  # floors hold for the production ranking
@@ -533,6 +538,26 @@ def eval_command(spec: str, strategies: str, ks: str, slice_queries: int | None,
             click.echo(f"{check['status']:4s} {check['strategy']} {check['metric']} {check['score']:.4f} "
                        f"(floor {check['floor']:.4f})")
     if any(check["status"] == "FAIL" for check in report["checks"]):
+        sys.exit(EXIT_USER)
+
+
+def _eval_lifecycle(dataset: Any, as_json: bool) -> None:
+    """`xmemo eval --lifecycle`: both arms, reflect's totals and quality, and the checks (exit 1 on FAIL)."""
+    from eval.lifecycle import evaluate_lifecycle, lifecycle_checks
+
+    if dataset.kind != "locomo":
+        raise ValidationError("--lifecycle replays a LoCoMo file (its sessions and dates); give --dataset locomo")
+    report = evaluate_lifecycle(dataset)
+    checks = report["lifecycle"]["checks"] = lifecycle_checks(report["lifecycle"])
+    if as_json:
+        _emit(report)
+    else:
+        for arm in ("baseline", "reflected"):
+            click.echo(f"{arm:9s} " + "  ".join(f"{m} {v}" for m, v in report["lifecycle"][arm].items()))
+        click.echo("reflect   " + "  ".join(f"{m} {v}" for m, v in report["lifecycle"]["reflect_totals"].items()))
+        for check in checks:
+            click.echo(f"{check['status']:4s} {check['check']}")
+    if any(check["status"] == "FAIL" for check in checks):
         sys.exit(EXIT_USER)
 
 

@@ -166,6 +166,23 @@ def test_only_what_another_memory_holds_word_for_word_is_archived(make_engine, f
     assert note in pack["context_text"]  # its words are still recalled, through the promotion
 
 
+def test_a_dry_run_text_lists_each_candidate_and_what_the_limit_left_out(seeded):
+    """The new user's finding: a dry run showed only counts, and the candidate limit cut silently."""
+    dry = reflect(seeded, ALICE, ReflectRequest(since=EVERYTHING, dry_run=True))
+    lines = render_reflect_text(dry).splitlines()
+    listed = lines[lines.index(f"Candidates: {sum(dry['counts'].values())}") + 1:]
+    assert len(listed) == sum(dry["counts"].values())
+    expired = next(line for line in listed if line.startswith("- expire ["))
+    assert "Temporary door code 4410" in expired and "has passed" in expired
+    summary = next(line for line in listed if line.startswith("- summarize ["))
+    assert "(+3 more)" in summary and "memories within cosine distance" in summary  # the new one and 5 members
+    assert not any(line.startswith("Left out:") for line in lines)
+    episodes = sum(1 for m in seeded.store.iterate("alice") if m.type.value == "episodic")
+    cut = reflect(seeded, ALICE, ReflectRequest(since=EVERYTHING, dry_run=True, limit=4))
+    assert episodes > 4 and cut["candidates"]["left_out"] == episodes - 4
+    assert render_reflect_text(cut).splitlines()[-1].startswith(f"Left out: {episodes - 4} episodes of the window")
+
+
 def test_audit_records_hold_before_and_after(seeded):
     real = reflect(seeded, ALICE, ReflectRequest(since=EVERYTHING))
     records = list_audit(seeded, ALICE, limit=100)

@@ -261,4 +261,4 @@ def test_mcp_text_shows_the_five_counts_and_at_most_20_audit_ids():
                           "Audit IDs:", "- id-0"]
     assert lines[-2:] == ["- id-19", "... and 5 more"] and len(lines) == 10 + 20 + 1
     empty = render_reflect_text({**report, "audit_record_ids": [], "dry_run": True}).splitlines()
-    assert empty[1] == "Dry Run: true" and empty[-1] == "Audit Records: 0"
+    assert empty[1] == "Dry Run: true" and empty[-3:] == ["Audit Records: 0", "", "Candidates: 0"]
