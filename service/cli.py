@@ -312,7 +312,7 @@ def bench_cache_command(dataset: str, common_docs: int, common_queries: int, sha
     """Count model encodes with per-tenant cache keys against one shared cache, on a multi-tenant mix."""
     from eval.cache_bench import run_cache_bench
     from eval.datasets import load_dataset
-    from eval.reflect_data import SHARED_DATA
+    from eval.datasets import SHARED_DATA
 
     try:
         loaded = load_dataset(dataset, shared_data or SHARED_DATA)
