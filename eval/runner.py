@@ -72,6 +72,7 @@ def evaluate(
     cache_path: Path = DEFAULT_CACHE,
     query_limit: int | None = None,
     alpha: float | None = None,
+    pack_floors: Sequence[float] = (),
 ) -> dict[str, Any]:
     """Score each strategy; for LoCoMo, categories 1-4 headline, category 5 apart, and pack coverage."""
     started = time.perf_counter()
@@ -105,6 +106,8 @@ def evaluate(
                 report["pack"] = _pack_coverage(engine, dataset, back)
             else:
                 report["strategies"] = {s: _score(rankings[s], dataset, ks, None) for s in strategies}
+            if pack_floors:
+                report["pack_floors"] = [_pack_at_floor(engine, dataset, back, floor) for floor in pack_floors]
     report["timing"] = {
         "import_s": round(load_seconds, 2),
         "queries_s": {s: round(v, 2) for s, v in query_seconds.items()},
@@ -131,3 +134,23 @@ def _pack_coverage(engine: MemoryEngine, dataset: Dataset, back: dict[str, str])
         "all_evidence_in_pack": round(complete / len(queries), 4),
         "mean_used_tokens": round(tokens / len(queries), 1),
     }
+
+
+def _pack_at_floor(engine: MemoryEngine, dataset: Dataset, back: dict[str, str], floor: float) -> dict[str, float]:
+    """Packs (1500 tokens, 50 items) under a relevance floor: evidence covered against tokens spent."""
+    categories = {1, 2, 3, 4} if dataset.kind == "locomo" else None
+    queries = [q for q in dataset.queries if q.relevant and (categories is None or q.category in categories)]
+    complete = tokens = items = 0
+    found = 0.0
+    for query in tqdm(queries, desc=f"floor {floor}", unit="q", file=sys.stderr, disable=None):
+        pack = recall_context(engine, Principal(owner_id=query.group), query.text, max_items=50,
+                              max_tokens=PACK_MAX_TOKENS, relevance_floor=floor)
+        packed = {back[item["id"]] for item in pack["items"]}
+        complete += set(query.relevant) <= packed
+        found += len(set(query.relevant) & packed) / len(query.relevant)
+        tokens += pack["budget"]["used_tokens"]
+        items += len(pack["items"])
+    count = len(queries)
+    return {"floor": floor, "all_evidence_in_pack": round(complete / count, 4),
+            "evidence_recall": round(found / count, 4), "mean_used_tokens": round(tokens / count, 1),
+            "mean_items": round(items / count, 2)}

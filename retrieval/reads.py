@@ -192,6 +192,14 @@ def _without_restatements(engine: MemoryEngine, ranked: list[Hydrated]) -> tuple
     return [ranked[position] for position in kept], collapsed
 
 
+def _above_floor(ranked: list[Hydrated], floor: float) -> list[Hydrated]:
+    """The ranking without the memories scoring below `floor` times the top score."""
+    if not ranked or floor <= 0.0:
+        return ranked
+    bar = floor * ranked[0].ranked.score
+    return [h for h in ranked if h.ranked.score >= bar]
+
+
 def recall_context(
     engine: MemoryEngine,
     principal: Principal,
@@ -204,8 +212,12 @@ def recall_context(
     bucket: str | None = None,
     path_filter: str | None = None,
     memory_type: str | None = None,
+    relevance_floor: float | None = None,
 ) -> dict[str, Any]:
-    """The bounded context pack: ranked memories packed under `max_items` and exact `max_tokens`."""
+    """The bounded context pack: ranked memories packed under `max_items` and exact `max_tokens`.
+
+    `relevance_floor` overrides the settings' pack_relevance_floor (evaluation sweeps).
+    """
     query = check_query(query)
     check_range(max_items, "max_items", 1, 50)
     check_range(max_tokens, "max_tokens", 1, 12000)
@@ -214,6 +226,9 @@ def recall_context(
     )
     retrieval = hybrid_retrieve(engine, filters, query, depth=max(CANDIDATE_DEPTH, 3 * max_items))
     ranked, collapsed = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * max_items))
+    floor = engine.settings.pack_relevance_floor if relevance_floor is None else relevance_floor
+    ranked = _above_floor(ranked, floor)
+    retrieval.plan["relevance_floor"] = floor
     candidates = [
         PackCandidate(h.memory.id, f"{_date(h.memory)} · {h.memory.type.value} · {h.memory.path}", h.memory.content)
         for h in ranked

@@ -34,6 +34,10 @@ class RetrievalSettings(BaseSettings):
     dedupe_similarity: float = Field(default=0.95, gt=0.0, le=1.0)
     search_min_score: float = Field(default=0.35, ge=0.0, le=1.0)
     recency_half_life_days: float = Field(default=30.0, gt=0.0)
+    pack_relevance_floor: float = Field(
+        default=0.0, ge=0.0, le=1.0,
+        description="a pack ends before the first memory scoring below this share of the top score (0 is off)",
+    )
     disk_reserve_bytes: int = Field(
         default=64 * 2**20, ge=0, description="writes are refused (503) while less than this is free; 0 is off"
     )

@@ -496,11 +496,13 @@ def keys_revoke(ctx: click.Context, key_id: str) -> None:
               envvar="XMEMO_SHARED_DATA", help="Where `scifact` and `locomo` live (default ../shared/data).")
 @click.option("--alpha", type=click.FloatRange(0.0, 1.0), default=None,
               help="Dense weight of the hybrid fusion, for sweeps (default: the production weight).")
+@click.option("--pack-floors", default="", help="Comma list of relevance floors to sweep the pack over (0 to 1).")
 @click.option("--lifecycle", is_flag=True,
               help="Replay LoCoMo session by session with and without reflect, then compare recall_context.")
 @click.option("--json", "as_json", is_flag=True)
 def eval_command(spec: str, strategies: str, ks: str, slice_queries: int | None, out_dir: Path | None,
-                 shared_data: Path | None, alpha: float | None, lifecycle: bool, as_json: bool) -> None:
+                 shared_data: Path | None, alpha: float | None, pack_floors: str, lifecycle: bool,
+                 as_json: bool) -> None:
     """Score the production ranking against its channels on a judged data set; exit 1 below a floor."""
     from eval.datasets import SHARED_DATA, load_dataset, slice_dataset
     from eval.report import check_floors, write_outputs
@@ -524,7 +526,7 @@ def eval_command(spec: str, strategies: str, ks: str, slice_queries: int | None,
     if lifecycle:
         _eval_lifecycle(dataset, as_json)
         return
-    report = evaluate(dataset, names, cutoffs, alpha=alpha)
+    report = evaluate(dataset, names, cutoffs, alpha=alpha, pack_floors=_floors(pack_floors))
     runs = report.pop("runs")
     report["checks"] = check_floors(report) if alpha is None else []  # floors hold for the production ranking
     if out_dir is not None:
@@ -534,11 +536,23 @@ def eval_command(spec: str, strategies: str, ks: str, slice_queries: int | None,
     else:
         for name, scores in report["strategies"].items():
             click.echo(f"{name:7s} " + "  ".join(f"{m} {v:.4f}" for m, v in scores.items() if m != "queries"))
+        for row in report.get("pack_floors", []):
+            click.echo("pack    " + "  ".join(f"{m} {v}" for m, v in row.items()))
         for check in report["checks"]:
             click.echo(f"{check['status']:4s} {check['strategy']} {check['metric']} {check['score']:.4f} "
                        f"(floor {check['floor']:.4f})")
     if any(check["status"] == "FAIL" for check in report["checks"]):
         sys.exit(EXIT_USER)
+
+
+def _floors(text: str) -> list[float]:
+    try:
+        floors = [float(f) for f in text.split(",") if f.strip()]
+    except ValueError as error:
+        raise ValidationError("--pack-floors takes a comma list of numbers from 0 to 1") from error
+    if any(not 0.0 <= f <= 1.0 for f in floors):
+        raise ValidationError("--pack-floors takes a comma list of numbers from 0 to 1")
+    return floors
 
 
 def _eval_lifecycle(dataset: Any, as_json: bool) -> None:
