@@ -1,4 +1,4 @@
-"""The parameters of `reflect` (seeds/reflect.md): validated, normalised and authorised in one place."""
+"""The parameters of `reflect`: validated, normalised and authorised in one place."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ _BEGINNING = datetime(1, 1, 1, tzinfo=timezone.utc)
 
 @dataclass(frozen=True, slots=True)
 class ReflectRequest:
-    """What a caller asks for, named as the seed names it; every field optional."""
+    """What a caller asks for, named as XMemo clients name it; every field optional."""
 
     actions_csv: str | None = None
     dry_run: bool = False

@@ -1,4 +1,4 @@
-"""The reflect report (contract section 5) and its MCP text (`### Memory Reflect Report`)."""
+"""The reflect report and its MCP text (`### Memory Reflect Report`)."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def render_reflect_text(report: dict[str, Any]) -> str:
 
 
 def _candidate_lines(report: dict[str, Any]) -> list[str]:
-    """After the seed's lines: each candidate of a dry run, and what the candidate limit left out."""
+    """After the contract's lines: each candidate of a dry run, and what the candidate limit left out."""
     preview = report.get("preview", [])
     lines = ["", f"Candidates: {len(preview)}"]
     for item in preview[:MAX_TEXT_CANDIDATES]:

@@ -388,7 +388,7 @@ def project_context(
 
 
 def _budget(pack: Pack, max_items: int, max_tokens: int) -> dict[str, int]:
-    """The `budget` object of a pack (contract section 3)."""
+    """The `budget` object of a pack."""
     return {
         "max_items": max_items,
         "max_tokens": max_tokens,

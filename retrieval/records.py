@@ -1,4 +1,4 @@
-"""The memory record of contract section 2, the caller's identity and the filters a read applies."""
+"""The memory record, the caller's identity and the filters a read applies."""
 
 from __future__ import annotations
 
@@ -99,7 +99,7 @@ class Memory:
     context: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as contract section 2 names its fields."""
+        """The record as XMemo clients name its fields."""
         return {
             "id": self.id,
             "owner_id": self.owner_id,

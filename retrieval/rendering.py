@@ -1,4 +1,4 @@
-"""The MCP text of the public profile (contract section 4), rendered from structured results."""
+"""The MCP texts XMemo clients expect, rendered from structured results."""
 
 from __future__ import annotations
 

@@ -86,3 +86,24 @@ def test_alpha_override_is_the_production_ranking_at_the_production_weight():
     assert base_code == 0 and code == 0
     assert same["strategies"]["hybrid"] == base["strategies"]["hybrid"]
     assert other["strategies"]["hybrid"] != base["strategies"]["hybrid"] and other["checks"] == []
+
+
+def test_lifecycle_reflect_makes_recall_better_on_locomo_dev():
+    """The lifecycle issue's bar: with reflect after every session, recall@5 and pack coverage are at
+    least the baseline's, no pack holds the same words twice, and reflect summarized and promoted."""
+    code, report = _xmemo_eval("--dataset", "locomo", "--lifecycle")
+    lifecycle = report["lifecycle"]
+    assert code == 0, lifecycle["checks"]
+    base, reflected = lifecycle["baseline"], lifecycle["reflected"]
+    assert base["queries"] == reflected["queries"] == 760
+    assert reflected["recall@5"] >= base["recall@5"] and reflected["pack_coverage"] >= base["pack_coverage"]
+    assert base["duplicate_rate"] == reflected["duplicate_rate"] == 0.0
+    assert lifecycle["reflect_totals"]["summarized"] > 0 and lifecycle["reflect_totals"]["promoted"] > 0
+    assert lifecycle["reflect_quality"]["archived_evidence_not_carried"] == 0
+    assert all(c["status"] == "OK" for c in lifecycle["checks"]) and len(lifecycle["checks"]) > 4
+
+
+def test_lifecycle_needs_a_locomo_file():
+    done = subprocess.run([sys.executable, "-c", "from service.cli import main; main()", "eval", "--dataset", "scifact",
+                           "--shared-data", str(SHARED_DATA), "--lifecycle"], capture_output=True, text=True)
+    assert done.returncode == 1 and "LoCoMo" in done.stderr

@@ -80,7 +80,7 @@ def test_window_defaults_and_overrides():
     assert huge.since.year == 1
     inverted = resolve_options(ALICE, ReflectRequest(dry_run=True, since="2026-11-29T00:00:00Z",
                                                      until="2026-11-28T00:00:00Z"), NOW)
-    assert inverted.since > inverted.until  # an empty window, not an error: the seed rejects malformed times only
+    assert inverted.since > inverted.until  # an empty window, not an error: only malformed times are rejected
 
 
 @pytest.mark.parametrize(("limit", "effective"), [(0, 1), (-5, 1), (1, 1), (500, 500), (5000, 5000), (10**9, 5000)])
