@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, and_, bindparam, func, or_, select, text, update
+from sqlalchemy import Engine, and_, bindparam, cast, delete, func, or_, select, text, update
+from sqlalchemy import String as SqlString
 from sqlalchemy.engine import Connection, Row
 
 from .errors import ConflictError
@@ -16,7 +17,44 @@ from .freespace import FreeSpace
 from .records import Memory, MemoryStatus, MemoryType, ReadFilters, format_time, utc_now
 from .schema import memories, meta, migrate, open_engine
 
-__all__ = ["MemoryStore"]
+__all__ = ["Listing", "MemoryStore"]
+
+
+@dataclass(frozen=True, slots=True)
+class Listing:
+    """The management list's narrowing beyond visibility (retrieval.manage builds it validated).
+
+    `after` is the (created_at, id) of the last memory of the previous page: newest first, id breaks ties.
+    """
+
+    path_prefix: str | None = None
+    metadata: tuple[str, str] | None = None
+    text: str | None = None
+    time_field: str = "created_at"
+    since: str | None = None
+    until: str | None = None
+    after: tuple[str, str] | None = None
+
+    def clauses(self) -> list[Any]:
+        c = memories.c
+        found: list[Any] = []
+        if self.path_prefix:
+            found.append(c.path.startswith(self.path_prefix, autoescape=True))
+        if self.metadata is not None:
+            key, value = self.metadata
+            path = "$." + json.dumps(key)
+            found.append(cast(func.json_extract(c.metadata, path), SqlString) == value)
+        if self.text:
+            found.append(c.content.contains(self.text, autoescape=True))
+        moment = c[self.time_field]
+        if self.since:
+            found.append(moment >= self.since)
+        if self.until:
+            found.append(moment < self.until)
+        if self.after is not None:
+            created, last_id = self.after
+            found.append(or_(c.created_at < created, and_(c.created_at == created, c.id < last_id)))
+        return found
 
 
 def _to_row(memory: Memory, embed_sha256: str) -> dict[str, Any]:
@@ -428,3 +466,76 @@ class MemoryStore:
                 ).scalar_one()
             )
 
+    # -- management (retrieval.manage) --------------------------------------------------------
+
+    def listing(self, filters: ReadFilters, listing: Listing, limit: int) -> list[Memory]:
+        """Memories the filters admit, narrowed by `listing`, newest created first (then id)."""
+        c = memories.c
+        statement = (
+            select(memories).where(_visibility(filters), *listing.clauses())
+            .order_by(c.created_at.desc(), c.id.desc()).limit(limit)
+        )
+        with self.engine.connect() as connection:
+            return [_from_row(row) for row in connection.execute(statement)]
+
+    def derived_into(self, memory_id: str) -> list[Memory]:
+        """Memories whose `derived_from` names this one (reflect's summaries and promotions)."""
+        c = memories.c
+        with self.engine.connect() as connection:
+            rows = connection.execute(
+                select(memories).where(c.derived_from.contains(json.dumps(memory_id))).order_by(c.created_at, c.id)
+            )
+            return [_from_row(row) for row in rows]
+
+    def superseding(self, memory_id: str) -> list[Memory]:
+        """Memories whose metadata says they supersede this one (a semantic_key's next version)."""
+        c = memories.c
+        path = "$." + json.dumps("supersedes")
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(memories).where(func.json_extract(c.metadata, path) == memory_id))
+            return [_from_row(row) for row in rows]
+
+    def set_embed_sha(self, memory_id: str, embed_sha256: str, connection: Connection) -> None:
+        """Record the embedding-cache key of a memory whose content was edited."""
+        connection.execute(update(memories).where(memories.c.id == memory_id).values(embed_sha256=embed_sha256))
+
+    def delete(self, ids: Sequence[str], connection: Connection) -> None:
+        """Remove these records for good (forget); only retrieval.manage calls this."""
+        for chunk in _chunks(ids):
+            connection.execute(delete(memories).where(memories.c.id.in_(chunk)))
+
+    def embed_shas_in_use(self, digests: Sequence[str], connection: Connection) -> set[str]:
+        """Which of these embedding-cache keys some stored record still uses."""
+        found: set[str] = set()
+        for chunk in _chunks(digests):
+            rows = connection.execute(select(memories.c.embed_sha256).where(memories.c.embed_sha256.in_(chunk)))
+            found.update(row[0] for row in rows)
+        return found
+
+    def with_context_containing(self, owner_id: str, session_id: str, snippet: str,
+                                connection: Connection) -> list[Memory]:
+        """Memories of this owner's session whose BM25 context holds `snippet` (a forgotten turn)."""
+        c = memories.c
+        rows = connection.execute(
+            select(memories).where(c.owner_id == owner_id, c.session_id == session_id,
+                                   c.context.contains(snippet, autoescape=True))
+        )
+        return [_from_row(row) for row in rows]
+
+    def set_context(self, memory_id: str, context: str | None, connection: Connection) -> None:
+        """Rewrite a memory's derived BM25 context (no new version); the index must take it again."""
+        connection.execute(
+            update(memories).where(memories.c.id == memory_id).values(context=context, indexed_version=None)
+        )
+
+    def owner_ids(self, owner_id: str, connection: Connection) -> list[str]:
+        """Every record id an owner wrote, personal and team, any status."""
+        rows = connection.execute(select(memories.c.id).where(memories.c.owner_id == owner_id))
+        return [row[0] for row in rows]
+
+    def tally(self, filters: ReadFilters) -> dict[tuple[str, str], int]:
+        """How many memories the filters admit, by (type, status)."""
+        c = memories.c
+        statement = select(c.type, c.status, func.count()).where(_visibility(filters)).group_by(c.type, c.status)
+        with self.engine.connect() as connection:
+            return {(row[0], row[1]): int(row[2]) for row in connection.execute(statement)}

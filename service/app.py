@@ -20,16 +20,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from retrieval import (
-    AuthenticationError,
     MemoryEngine,
-    PermissionDeniedError,
-    Principal,
     RememberRequest,
     StoreError,
     XMemoError,
     add_event,
-    archive_memory,
-    get_memory,
     recall_context,
     remember,
     search_memory,
@@ -38,6 +33,7 @@ from retrieval import (
 from compactor import ReflectRequest, list_audit, reflect
 from compactor.audit import MAX_AUDIT_LIMIT
 from retrieval.embedding import Embedder
+from retrieval.manage import require
 from retrieval.reads import MAX_PROJECT_ID, project_context
 
 from .errors import status_of
@@ -62,24 +58,16 @@ from .schemas import (
     iso,
 )
 from .settings import ServiceSettings
+from .console import ConsoleGate, console_pages, render_error_page
+from .docs_pages import add_offline_docs
+from .routes.context import AppContext, principal_of
+from .routes.memories import router as memories_router
 
 __all__ = ["create_app"]
 
 log = logging.getLogger("xmemo.service")
 def _error(status: int, code: str, message: str) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message}}, status_code=status)
-
-
-def _principal(request: Request) -> Principal:
-    principal = getattr(request.state, "principal", None)
-    if not isinstance(principal, Principal):
-        raise AuthenticationError("missing bearer API key")
-    return principal
-
-
-def _require(principal: Principal, scope: str) -> None:
-    if scope not in principal.scopes:
-        raise PermissionDeniedError(f"{scope} scope required")
 
 
 def _metrics_allowed(token: str | None, request: Request) -> bool:
@@ -150,13 +138,21 @@ def create_app(
             keys.close()
 
     app = FastAPI(title="xmemo-server", version="0.1.0", lifespan=lifespan, responses=ERROR_RESPONSES,
-                  description="XMemo-compatible memory service: remember, recall_context, search, reflect.")
+                  description="XMemo-compatible memory service: remember, recall_context, search, reflect.",
+                  docs_url=None, redoc_url=None)
+    app.state.xmemo = AppContext(engine=running_engine, keys=keys, settings=settings, metrics=metrics)
     app.router.routes.extend(mcp_app.routes)  # POST /mcp, behind the same middleware as every route
+    app.include_router(memories_router)
+    app.include_router(console_pages)
+    add_offline_docs(app)
     app.add_middleware(EdgeMiddleware, keys=keys, metrics=metrics, max_body_bytes=settings.max_body_bytes,
                        rate_limit=settings.rate_limit_per_minute)
+    app.add_middleware(ConsoleGate, keys=keys)  # outermost: the console's session cookie to a bearer key
 
     @app.exception_handler(XMemoError)
-    async def _domain_error(_: Request, error: XMemoError) -> JSONResponse:
+    async def _domain_error(request: Request, error: XMemoError) -> Response:
+        if request.url.path.startswith("/ui"):
+            return render_error_page(request, status_of(error), error.message)
         return _error(status_of(error), error.code, error.message)
 
     @app.exception_handler(RequestValidationError)
@@ -208,7 +204,7 @@ def create_app(
 
     @app.post("/v1/recall/context", tags=["recall"])
     def recall_context_route(body: RecallContextBody, request: Request) -> dict[str, Any]:
-        return recall_context(running_engine(), _principal(request), body.query, max_items=body.max_items,
+        return recall_context(running_engine(), principal_of(request), body.query, max_items=body.max_items,
                               max_tokens=body.max_tokens, scope=body.scope, team_id=body.team_id,
                               bucket=body.bucket, path_filter=body.path_filter, memory_type=body.memory_type)
 
@@ -221,7 +217,7 @@ def create_app(
         path_filter: Label | None = None, memory_type: MemoryTypeName | None = None,
         min_score: float | None = Query(default=None, ge=0.0, le=1.0),
     ) -> dict[str, Any]:
-        found = search_memory(running_engine(), _principal(request), query, limit=limit, min_score=min_score, scope=scope,
+        found = search_memory(running_engine(), principal_of(request), query, limit=limit, min_score=min_score, scope=scope,
                               team_id=team_id, bucket=bucket, path_filter=path_filter, memory_type=memory_type)
         return {"results": found["results"], "query": found["query"], "min_score": found["min_score"]}
 
@@ -230,14 +226,14 @@ def create_app(
         project_id: Annotated[str, Path(min_length=1, max_length=MAX_PROJECT_ID, pattern=NON_BLANK_LABEL)],
         body: ProjectContextBody, request: Request,
     ) -> dict[str, Any]:
-        return project_context(running_engine(), _principal(request), project_id, team_id=body.team_id,
+        return project_context(running_engine(), principal_of(request), project_id, team_id=body.team_id,
                                max_items=body.max_items, max_tokens=body.max_tokens, durable_query=body.durable_query)
 
     @app.post("/api/v1/remember", tags=["write"], status_code=201,
               responses={200: {"description": "unchanged (same semantic_key and content) or merged (dedupe)"}})
     def remember_route(body: RememberBody, request: Request) -> JSONResponse:
-        principal = _principal(request)
-        _require(principal, "memory:write")
+        principal = principal_of(request)
+        require(principal, "memory:write")
         fields = body.model_dump()
         fields["expires_at"] = iso(body.expires_at)
         result = remember(running_engine(), principal, RememberRequest(**fields))
@@ -245,41 +241,24 @@ def create_app(
 
     @app.post("/api/v1/update_state", tags=["write"])
     def update_state_route(body: StateBody, request: Request) -> dict[str, Any]:
-        principal = _principal(request)
-        _require(principal, "memory:write")
+        principal = principal_of(request)
+        require(principal, "memory:write")
         result = update_state(running_engine(), principal, **body.model_dump())
         return result.to_dict()
 
     @app.post("/api/v1/timeline/events", tags=["write"], status_code=201)
     def event_route(body: EventBody, request: Request) -> dict[str, Any]:
-        principal = _principal(request)
-        _require(principal, "memory:write")
+        principal = principal_of(request)
+        require(principal, "memory:write")
         fields = body.model_dump()
         fields["occurred_at"] = iso(body.occurred_at)
         return add_event(running_engine(), principal, **fields).to_dict()
-
-    @app.get("/api/v1/memories/{memory_id}", tags=["memories"])
-    def get_route(memory_id: str, request: Request) -> dict[str, Any]:
-        memory = get_memory(running_engine(), _principal(request), memory_id)
-        record = memory.to_dict()
-        record.pop("context", None)
-        return record
-
-    @app.delete("/api/v1/memories/{memory_id}", tags=["memories"])
-    def archive_route(
-        memory_id: str, request: Request,
-        expected_version: int | None = Query(default=None, ge=1, description="409 if the memory is at another version"),
-    ) -> dict[str, Any]:
-        principal = _principal(request)
-        _require(principal, "memory:write")
-        memory = archive_memory(running_engine(), principal, memory_id, expected_version)
-        return {"id": memory.id, "status": memory.status.value, "version": memory.version}
 
     @app.post("/api/v1/reflect", tags=["reflect"])
     def reflect_route(body: ReflectBody, request: Request) -> dict[str, Any]:
         fields = body.model_dump()
         fields["since"], fields["until"] = iso(body.since), iso(body.until)
-        return reflect(running_engine(), _principal(request), ReflectRequest(**fields), settings.reflect)
+        return reflect(running_engine(), principal_of(request), ReflectRequest(**fields), settings.reflect)
 
     @app.get("/api/v1/audit", tags=["reflect"])
     def audit_route(
@@ -289,7 +268,7 @@ def create_app(
         action: ActionList | None = None,
         limit: int = Query(default=100, ge=1, le=MAX_AUDIT_LIMIT),
     ) -> dict[str, Any]:
-        records = list_audit(running_engine(), _principal(request), since=iso(since), until=iso(until),
+        records = list_audit(running_engine(), principal_of(request), since=iso(since), until=iso(until),
                              action=action or None, limit=limit)
         return {"records": records}
 

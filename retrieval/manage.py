@@ -1,0 +1,417 @@
+"""Management use cases for people and tools: list, history, edit, archive, restore, forget, batch.
+
+Every change is audited in its own transaction (retrieval.audit_log). Who may do what is decided in
+one place, `require`: reads need memory:read, changes memory:write, another owner memory:admin; a
+memory the caller may not see is NotFound, never saying whether it exists.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .audit_log import AuditRecord, actor_of, audit_change, audit_records, scrub_audit, tombstone
+from .embedding import memory_digest, text_sha256
+from .engine import SESSION_CONTEXT_CHARS, MemoryEngine
+from .errors import ConflictError, PermissionDeniedError, ValidationError
+from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters, format_time
+from .store import Listing
+from .validation import check_content, check_field, check_metadata, check_path, check_range, check_unit, optional_time
+from .writes import WriteResult, _digest, _vectors, record_from_line, visible_memory
+
+__all__ = [
+    "BATCH_LIMIT",
+    "MAX_PAGE",
+    "Forgotten",
+    "Version",
+    "History",
+    "ListQuery",
+    "MemoryPage",
+    "forget_memory",
+    "forget_owner",
+    "list_memories",
+    "memory_history",
+    "remember_batch",
+    "require",
+    "set_status",
+    "edit_memory",
+]
+
+BATCH_LIMIT = 500
+MAX_PAGE = 200
+EDITABLE = ("content", "path", "type", "importance", "confidence", "source", "expires_at", "metadata")
+TIME_FIELDS = ("created_at", "updated_at", "occurred_at")
+_METADATA_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
+
+
+def require(principal: Principal, scope: str) -> None:
+    """The one scope check of the management use cases (403 when the key lacks `scope`)."""
+    if scope not in principal.scopes:
+        raise PermissionDeniedError(f"{scope} scope required")
+
+
+# -- listing ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ListQuery:
+    """The filters of GET /api/v1/memories as the caller gave them (validated by `list_memories`)."""
+
+    path_prefix: str | None = None
+    memory_type: str | None = None
+    status: str | None = None
+    bucket: str | None = None
+    team_id: str | None = None
+    scope: str | None = None
+    metadata: str | None = None  # key=value
+    text: str | None = None
+    time_field: str = "created_at"
+    since: str | None = None
+    until: str | None = None
+    owner_id: str | None = None
+    cursor: str | None = None
+    limit: int = 50
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryPage:
+    memories: list[Memory]
+    next_cursor: str | None
+
+
+def _encode_cursor(memory: Memory) -> str:
+    return base64.urlsafe_b64encode(json.dumps([memory.created_at, memory.id]).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[str, str]:
+    try:
+        created, memory_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, TypeError, binascii.Error) as error:
+        raise ValidationError("cursor is not one this service gave out") from error
+    if not isinstance(created, str) or not isinstance(memory_id, str):
+        raise ValidationError("cursor is not one this service gave out")
+    return created, memory_id
+
+
+def _metadata_pair(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not _METADATA_KEY.fullmatch(key):
+        raise ValidationError("metadata must be key=value with a key of letters, digits and _ . : -")
+    return key, value
+
+
+def _owner_filters(principal: Principal, query: ListQuery) -> ReadFilters:
+    statuses = tuple(MemoryStatus)
+    if query.status:
+        try:
+            statuses = (MemoryStatus(query.status),)
+        except ValueError as error:
+            raise ValidationError(f"status must be one of {', '.join(s.value for s in MemoryStatus)}") from error
+    memory_type = None
+    if query.memory_type:
+        try:
+            memory_type = MemoryType(query.memory_type)
+        except ValueError as error:
+            raise ValidationError(f"type must be one of {', '.join(t.value for t in MemoryType)}") from error
+    if query.owner_id and query.owner_id != principal.owner_id:
+        require(principal, "memory:admin")
+        return ReadFilters(owner_id=query.owner_id, team_id=query.team_id or None, statuses=statuses,
+                           bucket=query.bucket or None, scope=query.scope, memory_type=memory_type)
+    team_id = query.team_id or None
+    if team_id is not None and team_id not in principal.team_ids:
+        raise PermissionDeniedError(f"team {team_id!r} is not one of this principal's teams")
+    return ReadFilters(owner_id=principal.owner_id, team_ids=principal.team_ids, team_id=team_id, statuses=statuses,
+                       bucket=query.bucket or None, scope=query.scope, memory_type=memory_type)
+
+
+def list_memories(engine: MemoryEngine, principal: Principal, query: ListQuery) -> MemoryPage:
+    """Memories the principal may see (any status unless `status`), newest created first, a page at a time."""
+    require(principal, "memory:read")
+    limit = check_range(query.limit, "limit", 1, MAX_PAGE)
+    if query.time_field not in TIME_FIELDS:
+        raise ValidationError(f"time_field must be one of {', '.join(TIME_FIELDS)}")
+    listing = Listing(
+        path_prefix=query.path_prefix or None,
+        metadata=_metadata_pair(query.metadata) if query.metadata else None,
+        text=query.text.strip() if query.text and query.text.strip() else None,
+        time_field=query.time_field,
+        since=optional_time(query.since, "since"),
+        until=optional_time(query.until, "until"),
+        after=_decode_cursor(query.cursor) if query.cursor else None,
+    )
+    found = engine.store.listing(_owner_filters(principal, query), listing, limit + 1)
+    page = found[:limit]
+    return MemoryPage(page, _encode_cursor(page[-1]) if len(found) > limit else None)
+
+
+# -- history ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Version:
+    """One version of a memory: when and how it came to be, and what changed (from the audit log)."""
+
+    version: int
+    at: str
+    action: str
+    actor: str
+    audit_id: str | None
+    changes: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    memory: Memory
+    versions: list[Version]
+    derived_from: list[Memory]
+    derived_into: list[Memory]
+    supersedes: list[Memory]
+    superseded_by: list[Memory]
+    audit: list[AuditRecord]
+
+
+def _versions(memory: Memory, trail: list[AuditRecord]) -> list[Version]:
+    versions: dict[int, Version] = {}
+    for record in trail:  # oldest first: a later record of the same version wins
+        after = record.after.get(memory.id)
+        if isinstance(after, dict) and "version" in after:
+            versions[int(after["version"])] = Version(int(after["version"]), record.created_at, record.action,
+                                                      record.actor, record.id, after)
+    first = min(versions, default=memory.version + 1)
+    if first > 1 or not versions:
+        start = 1 if not versions else first - 1
+        versions.setdefault(start, Version(start, memory.created_at, "created", "", None, {}))
+    return [versions[v] for v in sorted(versions)]
+
+
+def memory_history(engine: MemoryEngine, principal: Principal, memory_id: str) -> History:
+    """The memory, its versions, what it was derived from and what was derived from it, its audit trail.
+
+    Linked memories the caller may not see are left out."""
+    require(principal, "memory:read")
+    memory = visible_memory(engine, principal, memory_id)
+    visible = ReadFilters(owner_id=principal.owner_id, team_ids=principal.team_ids, statuses=tuple(MemoryStatus))
+    sources = engine.store.get_many(list(memory.derived_from))
+    supersedes = memory.metadata.get("supersedes")
+    earlier = engine.store.get_many([supersedes]) if isinstance(supersedes, str) else {}
+    with engine.store.engine.connect() as connection:
+        trail = audit_records(connection, principal, memory_id=memory.id, limit=1000, newest_first=False)
+    return History(
+        memory=memory,
+        versions=_versions(memory, trail),
+        derived_from=[m for i in memory.derived_from if (m := sources.get(i)) is not None and visible.admits(m)],
+        derived_into=[m for m in engine.store.derived_into(memory.id) if visible.admits(m)],
+        supersedes=[m for m in earlier.values() if visible.admits(m)],
+        superseded_by=[m for m in engine.store.superseding(memory.id) if visible.admits(m)],
+        audit=trail,
+    )
+
+
+# -- changes ------------------------------------------------------------------------------------
+
+
+def _check_version(memory: Memory, expected_version: int | None) -> None:
+    if expected_version is not None and memory.version != expected_version:
+        raise ConflictError(f"memory {memory.id} is at version {memory.version}, not {expected_version}")
+
+
+def _edited(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:
+    unknown = set(changes) - set(EDITABLE)
+    if unknown:
+        raise ValidationError(f"not editable: {', '.join(sorted(unknown))}")
+    checks: dict[str, Any] = {
+        "content": check_content,
+        "path": check_path,
+        "type": lambda v: MemoryType(check_field(v, "type", allow_empty=False)),
+        "importance": lambda v: check_unit(v, "importance"),
+        "confidence": lambda v: check_unit(v, "confidence"),
+        "source": lambda v: check_field(v, "source"),
+        "expires_at": lambda v: optional_time(v, "expires_at"),
+        "metadata": check_metadata,
+    }
+    try:
+        fields = {name: checks[name](value) for name, value in changes.items()}
+    except ValueError as error:  # MemoryType of an unknown name
+        raise ValidationError(f"type must be one of {', '.join(t.value for t in MemoryType)}") from error
+    if "content" in fields:
+        fields["content_sha256"] = text_sha256(fields["content"])
+    return fields
+
+
+def edit_memory(engine: MemoryEngine, principal: Principal, memory_id: str, expected_version: int,
+                changes: dict[str, Any]) -> Memory:
+    """A new version with `changes` (fields of EDITABLE); 409 unless the memory is at `expected_version`."""
+    require(principal, "memory:write")
+    with engine.write_lock:
+        memory = visible_memory(engine, principal, memory_id)
+        _check_version(memory, expected_version)
+        fields = _edited(memory, changes)
+        now = format_time(engine.clock())
+        edited = replace(memory, **fields, updated_at=now, version=memory.version + 1)
+        vectors = _vectors(engine, [edited])
+        with engine.store.engine.begin() as connection:
+            engine.store.replace(edited, memory.version, connection)
+            engine.store.set_embed_sha(edited.id, _digest(edited), connection)
+            audit_change(connection, "edit", actor_of(principal), now, memory, edited)
+        engine.sync([edited], vectors)
+    return edited
+
+
+def set_status(engine: MemoryEngine, principal: Principal, memory_id: str, status: MemoryStatus,
+               expected_version: int | None = None) -> Memory:
+    """Archive (any status -> archived) or restore (archived or expired -> active), audited.
+
+    Already there: unchanged, no record. Restoring a superseded memory is a conflict (its successor
+    holds the key); a restored memory whose `expires_at` has passed loses it, or reflect would expire it again.
+    """
+    require(principal, "memory:write")
+    with engine.write_lock:
+        memory = visible_memory(engine, principal, memory_id)
+        _check_version(memory, expected_version)
+        if memory.status == status:
+            return memory
+        if status == MemoryStatus.ACTIVE and memory.status not in (MemoryStatus.ARCHIVED, MemoryStatus.EXPIRED):
+            raise ConflictError(f"memory {memory_id} is {memory.status.value}; only archived or expired ones restore")
+        now = format_time(engine.clock())
+        expires_at = memory.expires_at
+        if status == MemoryStatus.ACTIVE and expires_at is not None and expires_at <= now:
+            expires_at = None
+        changed = replace(memory, status=status, expires_at=expires_at, updated_at=now, version=memory.version + 1)
+        action = "restore" if status == MemoryStatus.ACTIVE else "archive"
+        with engine.store.engine.begin() as connection:
+            engine.store.replace(changed, memory.version, connection)
+            audit_change(connection, action, actor_of(principal), now, memory, changed)
+        engine.sync([changed], _vectors(engine, [changed]))
+    return changed
+
+
+@dataclass(frozen=True, slots=True)
+class Forgotten:
+    memory_ids: list[str]
+    audit_ids: list[str]
+
+
+def forget_memory(engine: MemoryEngine, principal: Principal, memory_id: str,
+                  expected_version: int | None = None) -> Forgotten:
+    """Remove one memory for good: its row, its index point, its embedding-cache entries (every
+    version's), the query cache, its words in its session's BM25 contexts and in earlier audit records.
+    A `forget` audit record without content remains."""
+    require(principal, "memory:write")
+    with engine.write_lock:
+        memory = visible_memory(engine, principal, memory_id)
+        _check_version(memory, expected_version)
+        return _forget(engine, principal, [memory], "forgotten on request")
+
+
+def forget_owner(engine: MemoryEngine, principal: Principal, owner_id: str) -> Forgotten:
+    """Forget every memory an owner wrote (personal and team), by an admin."""
+    require(principal, "memory:admin")
+    owner_id = check_field(owner_id, "owner_id", allow_empty=False)
+    with engine.write_lock:
+        with engine.store.engine.connect() as connection:
+            ids = engine.store.owner_ids(owner_id, connection)
+        memories = list(engine.store.get_many(ids).values())
+        return _forget(engine, principal, memories, f"every memory of owner {owner_id} forgotten by an admin")
+
+
+def _forget(engine: MemoryEngine, principal: Principal, memories: Sequence[Memory], reason: str) -> Forgotten:
+    ids = [m.id for m in memories]
+    now = format_time(engine.clock())
+    with engine.store.engine.begin() as connection:
+        earlier = scrub_audit(connection, ids)
+        engine.store.delete(ids, connection)
+        rewritten = _drop_from_contexts(engine, memories, earlier, connection)
+        audit_ids = tombstone(connection, actor_of(principal), now, list(memories), reason)
+        digests = _embedding_keys(memories, earlier)
+        unused = sorted(set(digests) - engine.store.embed_shas_in_use(digests, connection))
+    engine.index.delete(ids)
+    _drop_cached_vectors(engine, unused)
+    _clear_query_cache(engine)
+    if rewritten:
+        fresh = list(engine.store.get_many(rewritten).values())
+        engine.sync(fresh, _vectors(engine, fresh))
+    engine.index.flush()
+    engine.index.optimize()  # merge segments, so that deleted vectors do not linger on disk
+    return Forgotten(ids, audit_ids)
+
+
+def _drop_from_contexts(engine: MemoryEngine, forgotten: Sequence[Memory], earlier: list[tuple[str, dict[str, Any]]],
+                       connection: Any) -> list[str]:
+    """Later turns of the same session carry a forgotten turn's text (any version of it) in their BM25
+    context (engine.session_context); cut those lines out. Returns the ids rewritten."""
+    gone = {m.id for m in forgotten}
+    rewritten: dict[str, str | None] = {}
+    for memory in forgotten:
+        if memory.session_id is None:
+            continue
+        texts = [memory.content] + [v["content"] for i, v in earlier if i == memory.id and isinstance(v.get("content"), str)]
+        for snippet in {text[:SESSION_CONTEXT_CHARS] for text in texts}:
+            for other in engine.store.with_context_containing(memory.owner_id, memory.session_id, snippet, connection):
+                context = rewritten.get(other.id, other.context)
+                if other.id in gone or context is None:
+                    continue
+                kept = "\n".join(line for line in context.split("\n") if line != snippet) or None
+                engine.store.set_context(other.id, kept, connection)
+                rewritten[other.id] = kept
+    return list(rewritten)
+
+
+def _embedding_keys(memories: Sequence[Memory], earlier: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The cache keys of the current and every audited earlier content of these memories."""
+    keys = [_digest(m) for m in memories]
+    by_id = {m.id: m for m in memories}
+    for memory_id, values in earlier:
+        content = values.get("content")
+        if isinstance(content, str) and memory_id in by_id:
+            keys.append(memory_digest(by_id[memory_id], content))
+    return list(dict.fromkeys(keys))
+
+
+def _drop_cached_vectors(engine: MemoryEngine, digests: Sequence[str]) -> None:
+    # EmbeddingCache has no delete; this is its table layout (retrieval/embedding.py).
+    if not digests:
+        return
+    connection = engine.embedder.cache._connection()
+    with connection:
+        connection.executemany("DELETE FROM embeddings WHERE sha256 = ?", [(d,) for d in digests])
+
+
+def _clear_query_cache(engine: MemoryEngine) -> None:
+    """The query LRU is keyed by digests that do not say whose text they hold: drop all of it."""
+    embedder = engine.embedder
+    with embedder._queries_lock:
+        embedder._queries.clear()
+
+
+# -- batch ----------------------------------------------------------------------------------------
+
+
+def remember_batch(engine: MemoryEngine, principal: Principal, items: Sequence[dict[str, Any]]) -> list[WriteResult]:
+    """Up to BATCH_LIMIT new memories in one transaction, each audited; all or nothing.
+
+    Each item takes remember's fields (no semantic_key, no dedupe). An item's id comes from its
+    owner, team, place, content, session and time (retrieval.backup), so sending a batch again adds
+    nothing: such items come back `unchanged`.
+    """
+    require(principal, "memory:write")
+    if not 1 <= len(items) <= BATCH_LIMIT:
+        raise ValidationError(f"a batch holds 1 to {BATCH_LIMIT} memories")
+    now = format_time(engine.clock())
+    built = [record_from_line(principal, {**item, "source": item.get("source") or "batch"}, now) for item in items]
+    with engine.write_lock:
+        existing = engine.store.get_many([m.id for m in built])
+        fresh = list({m.id: m for m in built if m.id not in existing}.values())
+        vectors = _vectors(engine, fresh) if fresh else None
+        with engine.store.engine.begin() as connection:
+            engine.store.insert([(m, _digest(m)) for m in fresh], connection)
+            for memory in fresh:
+                audit_change(connection, "create", actor_of(principal), now, None, memory, "batch")
+        if fresh:
+            engine.sync(fresh, vectors)
+    made = {m.id for m in fresh}
+    return [WriteResult(existing.get(m.id, m), "created" if m.id in made else "unchanged") for m in built]

@@ -1,0 +1,128 @@
+"""The console's door: sign-in and static files without a session; with one, its key as a bearer header.
+
+Added as the outermost middleware, so that a console request with a live session then passes the
+same edge as any API call (auth, rate limit, metrics, audit id) and reaches the console pages.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from collections.abc import Awaitable, Callable, MutableMapping
+from http.cookies import SimpleCookie
+from typing import Any
+
+from anyio import to_thread
+from fastapi.responses import RedirectResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from retrieval import AuthenticationError
+
+from ..docs_pages import VENDOR_DIR
+from ..keys import KeyStore
+from .rendering import STATIC_DIR, templates
+from .sessions import COOKIE, SessionStore
+
+__all__ = ["ConsoleGate"]
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+LOGIN_COOKIE = "xmemo_login"  # the sign-in form's CSRF token, double-submitted (no session yet)
+PUBLIC = ("/ui/login", "/ui/static/")
+
+
+def _cookie(scope: Scope, name: str) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == b"cookie":
+            jar = SimpleCookie()
+            jar.load(value.decode("latin-1"))
+            if name in jar:
+                return jar[name].value
+    return None
+
+
+def _set_cookie(response: Response, request: Request, name: str, value: str, max_age: int | None = None) -> None:
+    response.set_cookie(name, value, max_age=max_age, path="/ui", httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")
+
+
+class ConsoleGate:
+    """ASGI middleware for /ui: public pages to a small app of their own, signed-in ones down the stack."""
+
+    def __init__(self, app: ASGIApp, keys: KeyStore) -> None:
+        self.app = app
+        self.keys = keys
+        self.sessions = SessionStore()
+        self.public = self._public_app()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "")
+        if scope["type"] != "http" or not (path == "/ui" or path.startswith("/ui/")):
+            await self.app(scope, receive, send)
+            return
+        if path.startswith(PUBLIC):
+            await self.public(scope, receive, send)
+            return
+        session = self.sessions.get(_cookie(scope, COOKIE))
+        if session is not None:
+            try:
+                await to_thread.run_sync(self.keys.resolve, session.key)
+            except AuthenticationError:  # revoked since sign-in: the session ends with it
+                self.sessions.close(session.sid)
+                session = None
+        if session is None:
+            await self.public(scope, receive, send)
+            return
+        headers = [(k, v) for k, v in scope.get("headers", []) if k != b"authorization"]
+        headers.append((b"authorization", f"Bearer {session.key}".encode("latin-1")))
+        state = dict(scope.get("state") or {})
+        state.update(console_session=session, console_sessions=self.sessions)
+        await self.app({**scope, "headers": headers, "state": state}, receive, send)
+
+    def _public_app(self) -> Starlette:
+        async def login_form(request: Request) -> Response:
+            return self._login_page(request)
+
+        async def sign_in(request: Request) -> Response:
+            form = await request.form()
+            sent, expected = form.get("csrf"), request.cookies.get(LOGIN_COOKIE)
+            if not isinstance(sent, str) or not expected or not hmac.compare_digest(sent, expected):
+                return self._login_page(request, "The sign-in form expired; please try again.", 403)
+            key = str(form.get("api_key") or "").strip()
+            try:
+                key_id, _ = await to_thread.run_sync(self.keys.resolve, key)
+            except AuthenticationError:
+                return self._login_page(request, "That API key is not valid or was revoked.", 401)
+            session = self.sessions.open(key, key_id)
+            response = RedirectResponse("/ui/", status_code=303)
+            _set_cookie(response, request, COOKIE, session.sid)
+            response.delete_cookie(LOGIN_COOKIE, path="/ui")
+            return response
+
+        async def elsewhere(request: Request) -> Response:
+            return RedirectResponse("/ui/login", status_code=303)
+
+        return Starlette(routes=[
+            Route("/ui/login", login_form, methods=["GET"]),
+            Route("/ui/login", sign_in, methods=["POST"]),
+            Mount("/ui/static/vendor", StaticFiles(directory=VENDOR_DIR)),
+            Mount("/ui/static", StaticFiles(directory=STATIC_DIR)),
+            Route("/ui/{rest:path}", elsewhere, methods=["GET", "POST", "HEAD"]),
+            Route("/ui", elsewhere, methods=["GET", "POST", "HEAD"]),
+        ])
+
+    def _login_page(self, request: Request, message: str = "", status: int = 200) -> Response:
+        token = secrets.token_urlsafe(32)
+        response = templates.TemplateResponse(
+            request, "login.html", {"csrf": token, "message": message, "navigation": [], "principal": None},
+            status_code=status, headers={"Cache-Control": "no-store"},
+        )
+        _set_cookie(response, request, LOGIN_COOKIE, token, max_age=3600)
+        return response

@@ -1,0 +1,251 @@
+"""The console pages: memories, a memory, the audit log, recall, reflect, keys and status."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.datastructures import FormData
+
+from compactor import ReflectRequest, reflect
+from retrieval import MemoryEngine, MemoryStatus, Principal, ReadFilters, ValidationError, recall_context
+from retrieval.audit_log import audit_records
+from retrieval.manage import (
+    ListQuery,
+    edit_memory,
+    forget_memory,
+    list_memories,
+    memory_history,
+    require,
+    set_status,
+)
+from retrieval.rendering import render_context_text
+
+from ..routes.context import context_of, engine_of, principal_of
+from .rendering import checked_form, render, session_of
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+Engine = Annotated[MemoryEngine, Depends(engine_of)]
+Caller = Annotated[Principal, Depends(principal_of)]
+Form = Annotated[FormData, Depends(checked_form)]
+
+LIST_FILTERS = ("path_prefix", "memory_type", "status", "bucket", "team_id", "scope", "metadata", "text")
+ACTIONS = ("summarize", "promote", "expire", "decay", "archive")
+
+
+def _day(value: str | None, end: bool = False) -> str | None:
+    """A date input (YYYY-MM-DD) as the start of that day in UTC; `end` takes the next day's start."""
+    if not value:
+        return None
+    if len(value) == 10:
+        from datetime import date, timedelta
+
+        try:
+            day = date.fromisoformat(value) + timedelta(days=1 if end else 0)
+        except ValueError as error:
+            raise ValidationError(f"not a date: {value!r}") from error
+        return f"{day.isoformat()}T00:00:00Z"
+    return value
+
+
+def _text(form: FormData, name: str) -> str:
+    value = form.get(name)
+    return value.strip() if isinstance(value, str) else ""
+
+
+@router.get("/", response_class=HTMLResponse)
+def memories_page(request: Request, engine: Engine, principal: Caller) -> Response:
+    """The landing page: a table of memories with filters, a search box and pagination."""
+    params = request.query_params
+    chosen = {name: params.get(name, "").strip() for name in LIST_FILTERS}
+    given: dict[str, Any] = {name: value or None for name, value in chosen.items()}
+    page = list_memories(engine, principal, ListQuery(
+        **given,
+        since=_day(params.get("since")), until=_day(params.get("until"), end=True),
+        cursor=params.get("cursor") or None, limit=25,
+    ))
+    kept = {**chosen, "since": params.get("since", ""), "until": params.get("until", "")}
+    next_query = {k: v for k, v in kept.items() if v} | ({"cursor": page.next_cursor} if page.next_cursor else {})
+    return render(request, "memories.html", title="Memories", memories=page.memories, filters=kept,
+                  next_query=next_query if page.next_cursor else None, statuses=[s.value for s in MemoryStatus],
+                  notice=params.get("notice", ""))
+
+
+@router.get("/memories/{memory_id}", response_class=HTMLResponse)
+def memory_page(memory_id: str, request: Request, engine: Engine, principal: Caller) -> Response:
+    """One memory: its fields, versions, links both ways and audit trail; edit, archive, restore, forget."""
+    history = memory_history(engine, principal, memory_id)
+    return render(request, "memory.html", title="Memory", history=history, memory=history.memory,
+                  metadata_text=json.dumps(history.memory.metadata, ensure_ascii=False, indent=2),
+                  notice=request.query_params.get("notice", ""))
+
+
+def _changes(form: FormData, engine: MemoryEngine, principal: Principal, memory_id: str) -> dict[str, Any]:
+    """The edit form's fields that differ from the stored memory."""
+    memory = memory_history(engine, principal, memory_id).memory
+    sent: dict[str, Any] = {"content": form.get("content"), "path": _text(form, "path"),
+                            "type": _text(form, "type"), "source": _text(form, "source")}
+    for name in ("importance", "confidence"):
+        try:
+            sent[name] = float(_text(form, name))
+        except ValueError as error:
+            raise ValidationError(f"{name} must be a number from 0 to 1") from error
+    sent["expires_at"] = _text(form, "expires_at") or None
+    try:
+        sent["metadata"] = json.loads(_text(form, "metadata") or "{}")
+    except json.JSONDecodeError as error:
+        raise ValidationError("metadata must be a JSON object") from error
+    current = memory.to_dict()
+    return {k: v for k, v in sent.items() if v != current.get(k)}
+
+
+@router.post("/memories/{memory_id}/edit")
+def edit_action(memory_id: str, form: Form, engine: Engine, principal: Caller) -> Response:
+    require(principal, "memory:write")
+    changes = _changes(form, engine, principal, memory_id)
+    if changes:
+        edit_memory(engine, principal, memory_id, int(_text(form, "expected_version") or 0), changes)
+    return RedirectResponse(f"/ui/memories/{memory_id}?notice={'saved' if changes else 'unchanged'}", status_code=303)
+
+
+@router.post("/memories/{memory_id}/{status}")
+def status_action(memory_id: str, status: str, form: Form, engine: Engine, principal: Caller) -> Response:
+    """archive, restore or forget (the last needs the confirmation box ticked)."""
+    version = int(_text(form, "expected_version") or 0) or None
+    if status == "forget":
+        if form.get("confirm") != "yes":
+            raise ValidationError("tick the box to confirm that this memory is to be forgotten for good")
+        forget_memory(engine, principal, memory_id, version)
+        return RedirectResponse("/ui/?notice=forgotten", status_code=303)
+    targets = {"archive": MemoryStatus.ARCHIVED, "restore": MemoryStatus.ACTIVE}
+    if status not in targets:
+        raise ValidationError(f"unknown action {status!r}")
+    set_status(engine, principal, memory_id, targets[status], version)
+    return RedirectResponse(f"/ui/memories/{memory_id}?notice={status}d", status_code=303)
+
+
+@router.get("/audit", response_class=HTMLResponse)
+def audit_page(request: Request, engine: Engine, principal: Caller) -> Response:
+    """The audit log: by action, memory and time, newest first."""
+    require(principal, "memory:read")
+    params = request.query_params
+    action, memory_id = params.get("action", "").strip(), params.get("memory_id", "").strip()
+    with engine.store.engine.connect() as connection:
+        records = audit_records(connection, principal, memory_id=memory_id or None,
+                                actions=(action,) if action else (), since=_day(params.get("since")),
+                                until=_day(params.get("until"), end=True), limit=200)
+    return render(request, "audit.html", title="Audit log", records=records,
+                  filters={"action": action, "memory_id": memory_id, "since": params.get("since", ""),
+                           "until": params.get("until", "")},
+                  actions=("create", "edit", "archive", "restore", "forget", *ACTIONS))
+
+
+@router.get("/recall", response_class=HTMLResponse)
+def recall_page(request: Request, engine: Engine, principal: Caller) -> Response:
+    """The pack exactly as an agent gets it: MCP text and structured pack, each item's score components."""
+    params = request.query_params
+    query = params.get("query", "").strip()
+    max_items, max_tokens = params.get("max_items", "8"), params.get("max_tokens", "1500")
+    pack, text = None, ""
+    if query:
+        try:
+            budgets = int(max_items), int(max_tokens)
+        except ValueError as error:
+            raise ValidationError("the budgets must be whole numbers") from error
+        pack = recall_context(engine, principal, query, max_items=budgets[0], max_tokens=budgets[1])
+        text = render_context_text(pack)
+    components = {c["id"]: c for c in pack["retrieval_plan"]["items"]} if pack else {}
+    return render(request, "recall.html", title="Recall", query=query, max_items=max_items, max_tokens=max_tokens,
+                  pack=pack, text=text, components=components,
+                  pack_json=json.dumps(pack, ensure_ascii=False, indent=2) if pack else "")
+
+
+def _reflect_request(source: Any, dry_run: bool) -> ReflectRequest:
+    chosen = [a for a in ACTIONS if a in source.getlist("actions")]
+    try:
+        hours = float(source.get("hours") or 24)
+    except ValueError as error:
+        raise ValidationError("the time window must be a number of hours") from error
+    return ReflectRequest(actions_csv=",".join(chosen) or None, dry_run=dry_run, time_window_hours=hours)
+
+
+@router.get("/reflect", response_class=HTMLResponse)
+def reflect_page(request: Request, engine: Engine, principal: Caller) -> Response:
+    """A dry run grouped by action (clusters as their member texts), then apply the chosen actions."""
+    params = request.query_params
+    report = None
+    members: dict[str, str] = {}
+    if params.get("run") == "dry":
+        request_ = _reflect_request(params, dry_run=True)
+        report = reflect(engine, principal, request_, context_of(request).settings.reflect)
+        ids = [i for item in report["summaries"] + report["promotions"] for i in item.get("derived_from", [])]
+        visible = ReadFilters(owner_id=principal.owner_id, team_ids=principal.team_ids, statuses=tuple(MemoryStatus))
+        members = {m.id: m.content for m in engine.store.get_many(ids).values() if visible.admits(m)}
+    groups = {a: [p for p in report["preview"] if p["action"] == a] for a in ACTIONS} if report else {}
+    return render(request, "reflect.html", title="Reflect", report=report, groups=groups, members=members,
+                  actions=ACTIONS, chosen=params.getlist("actions") or list(ACTIONS), hours=params.get("hours", "24"))
+
+
+@router.post("/reflect/apply", response_class=HTMLResponse)
+def reflect_apply(request: Request, form: Form, engine: Engine, principal: Caller) -> Response:
+    require(principal, "memory:write")
+    report = reflect(engine, principal, _reflect_request(form, dry_run=False), context_of(request).settings.reflect)
+    return render(request, "reflect_done.html", title="Reflect applied", report=report)
+
+
+@router.get("/keys", response_class=HTMLResponse)
+def keys_page(request: Request, principal: Caller) -> Response:
+    require(principal, "memory:admin")
+    return render(request, "keys.html", title="Keys", keys=context_of(request).keys.list(), issued=None)
+
+
+@router.post("/keys", response_class=HTMLResponse)
+def create_key(request: Request, form: Form, principal: Caller) -> Response:
+    """Create a key and show it this once; it is stored only as a digest."""
+    require(principal, "memory:admin")
+    keys = context_of(request).keys
+    scopes = tuple(s for s in ("memory:read", "memory:write", "memory:admin") if s in form.getlist("scopes"))
+    teams = tuple(t.strip() for t in _text(form, "teams").split(",") if t.strip())
+    issued = keys.create(_text(form, "owner"), agent_id=_text(form, "agent"), team_ids=teams, scopes=scopes)
+    return render(request, "keys.html", title="Keys", keys=keys.list(), issued=issued)
+
+
+@router.post("/keys/{key_id}/revoke")
+def revoke_key(key_id: str, request: Request, form: Form, principal: Caller) -> Response:
+    require(principal, "memory:admin")
+    context_of(request).keys.revoke(key_id)
+    return RedirectResponse("/ui/keys", status_code=303)
+
+
+@router.get("/status", response_class=HTMLResponse)
+def status_page(request: Request, engine: Engine, principal: Caller) -> Response:
+    """Counts by type and status, index health, request rates and latencies."""
+    require(principal, "memory:read")
+    visible = ReadFilters(owner_id=principal.owner_id, team_ids=principal.team_ids, statuses=tuple(MemoryStatus))
+    tally = engine.store.tally(visible)
+    requests: dict[str, dict[str, float]] = {}
+    for metric in context_of(request).metrics.registry.collect():
+        for sample in metric.samples:
+            route = sample.labels.get("route", "")
+            if sample.name == "xmemo_http_requests_total":
+                requests.setdefault(route, {"count": 0.0, "seconds": 0.0})["count"] += sample.value
+            elif sample.name == "xmemo_http_request_seconds_sum":
+                requests.setdefault(route, {"count": 0.0, "seconds": 0.0})["seconds"] += sample.value
+    return render(request, "status.html", title="Status", tally=sorted(tally.items()),
+                  total=sum(tally.values()), index_points=engine.index.count(), stored=engine.store.count(),
+                  indexed=engine.store.count_indexed(), backend=engine.index.backend, requests=sorted(requests.items()))
+
+
+@router.post("/logout")
+def sign_out(request: Request, form: Form) -> Response:
+    session = session_of(request)
+    sessions = request.scope.get("state", {}).get("console_sessions")
+    if session is not None and sessions is not None:
+        sessions.close(session.sid)
+    response = RedirectResponse("/ui/login", status_code=303)
+    response.delete_cookie("xmemo_session", path="/ui")
+    return response

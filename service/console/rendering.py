@@ -1,0 +1,70 @@
+"""Templates of the console, the page context every page gets, and the CSRF check of its forms."""
+
+from __future__ import annotations
+
+import hmac
+from pathlib import Path
+from typing import Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse
+from fastapi.templating import Jinja2Templates
+from starlette.datastructures import FormData
+
+from retrieval import PermissionDeniedError, Principal
+
+from .sessions import Session
+
+__all__ = ["STATIC_DIR", "checked_form", "render", "render_error_page", "session_of", "templates"]
+
+HERE = Path(__file__).parent
+STATIC_DIR = HERE / "static"
+templates = Jinja2Templates(directory=str(HERE / "templates"))
+
+# The pages of the navigation, each with the scope that makes it worth offering.
+NAVIGATION = (
+    ("/ui/", "Memories", "memory:read"),
+    ("/ui/audit", "Audit log", "memory:read"),
+    ("/ui/recall", "Recall", "memory:read"),
+    ("/ui/reflect", "Reflect", "memory:read"),
+    ("/ui/keys", "Keys", "memory:admin"),
+    ("/ui/status", "Status", "memory:read"),
+)
+
+
+def session_of(request: Request) -> Session | None:
+    session = request.scope.get("state", {}).get("console_session")
+    return session if isinstance(session, Session) else None
+
+
+def render(request: Request, template: str, status: int = 200, **context: Any) -> HTMLResponse:
+    """A page with the signed-in principal, its navigation and the CSRF token its forms carry."""
+    session = session_of(request)
+    principal = getattr(request.state, "principal", None)
+    scopes = principal.scopes if isinstance(principal, Principal) else frozenset()
+    page = {
+        "principal": principal if isinstance(principal, Principal) else None,
+        "can": lambda scope: scope in scopes,
+        "csrf": session.csrf if session is not None else "",
+        "navigation": [(url, label) for url, label, scope in NAVIGATION if scope in scopes],
+        "here": request.url.path,
+        **context,
+    }
+    return templates.TemplateResponse(request, template, page, status_code=status,
+                                      headers={"Cache-Control": "no-store"})
+
+
+def render_error_page(request: Request, status: int, message: str) -> HTMLResponse:
+    titles = {401: "Signed out", 403: "Not allowed", 404: "Not found", 409: "Changed meanwhile",
+              422: "Not valid", 503: "Unavailable"}
+    return render(request, "error.html", status, title=titles.get(status, "Error"), message=message, code=status)
+
+
+async def checked_form(request: Request) -> FormData:
+    """The posted form, if it carries this session's CSRF token (else 403: nothing changes)."""
+    form = await request.form()
+    session = session_of(request)
+    sent = form.get("csrf")
+    if session is None or not isinstance(sent, str) or not hmac.compare_digest(sent, session.csrf):
+        raise PermissionDeniedError("the form's CSRF token is missing or wrong; reload the page and try again")
+    return form

@@ -1,0 +1,213 @@
+"""Typed bodies and responses of the management routes, so that OpenAPI documents what they return."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from retrieval import Memory, WriteResult
+from retrieval.audit_log import AuditRecord
+from retrieval.manage import BATCH_LIMIT, History, Version
+
+from ..schemas import Content, Label, MemoryTypeName, NonBlankLabel, Timestamp
+
+__all__ = [
+    "AuditRecordOut", "BatchBody", "BatchOut", "EditBody", "ForgetOut", "HistoryOut", "LinkOut", "MemoryOut",
+    "MemoryPageOut", "StatusOut", "WriteOut",
+]
+
+StoredType = Literal["episodic", "semantic", "procedural", "identity", "working"]
+StatusName = Literal["active", "archived", "expired", "superseded"]
+
+
+class MemoryOut(BaseModel):
+    """A memory record (contract section 2)."""
+
+    id: str
+    owner_id: str
+    team_id: str | None
+    bucket: str
+    scope: str
+    path: str
+    type: StoredType
+    content: str
+    semantic_key: str | None
+    state_key: str | None
+    event_type: str | None
+    importance: float
+    confidence: float
+    source: str
+    session_id: str | None
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+    occurred_at: str
+    last_accessed_at: str | None
+    access_count: int
+    expires_at: str | None
+    status: StatusName
+    version: int
+    derived_from: list[str]
+
+    @classmethod
+    def of(cls, memory: Memory) -> MemoryOut:
+        record = memory.to_dict()
+        record.pop("context", None)
+        return cls(**record)
+
+
+class MemoryPageOut(BaseModel):
+    memories: list[MemoryOut]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on the last")
+
+
+class LinkOut(BaseModel):
+    """Another memory named by a link, briefly."""
+
+    id: str
+    type: StoredType
+    path: str
+    status: StatusName
+    created_at: str
+
+    @classmethod
+    def of(cls, memory: Memory) -> LinkOut:
+        return cls(id=memory.id, type=memory.type.value, path=memory.path, status=memory.status.value,
+                   created_at=memory.created_at)
+
+
+class VersionOut(BaseModel):
+    version: int
+    at: str
+    action: str
+    actor: str
+    audit_id: str | None
+    changes: dict[str, Any]
+
+    @classmethod
+    def of(cls, version: Version) -> VersionOut:
+        return cls(version=version.version, at=version.at, action=version.action, actor=version.actor,
+                   audit_id=version.audit_id, changes=version.changes)
+
+
+class AuditRecordOut(BaseModel):
+    id: str
+    created_at: str
+    actor: str
+    action: str
+    plan_id: str | None
+    owner_id: str
+    team_id: str | None
+    memory_ids: list[str]
+    before: dict[str, Any]
+    after: dict[str, Any]
+    reason: str
+
+    @classmethod
+    def of(cls, record: AuditRecord) -> AuditRecordOut:
+        return cls(id=record.id, created_at=record.created_at, actor=record.actor, action=record.action,
+                   plan_id=record.plan_id, owner_id=record.owner_id, team_id=record.team_id,
+                   memory_ids=record.memory_ids, before=record.before, after=record.after, reason=record.reason)
+
+
+class HistoryOut(BaseModel):
+    memory: MemoryOut
+    versions: list[VersionOut]
+    derived_from: list[LinkOut] = Field(description="the memories this one was made from (reflect)")
+    derived_into: list[LinkOut] = Field(description="the memories made from this one (reflect)")
+    supersedes: list[LinkOut]
+    superseded_by: list[LinkOut]
+    audit: list[AuditRecordOut] = Field(description="the memory's audit trail, oldest first")
+
+    @classmethod
+    def of(cls, history: History) -> HistoryOut:
+        return cls(
+            memory=MemoryOut.of(history.memory), versions=[VersionOut.of(v) for v in history.versions],
+            derived_from=[LinkOut.of(m) for m in history.derived_from],
+            derived_into=[LinkOut.of(m) for m in history.derived_into],
+            supersedes=[LinkOut.of(m) for m in history.supersedes],
+            superseded_by=[LinkOut.of(m) for m in history.superseded_by],
+            audit=[AuditRecordOut.of(r) for r in history.audit],
+        )
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class EditBody(_Strict):
+    """The fields to change (only those sent) and the version they were read at."""
+
+    expected_version: int = Field(ge=1, strict=True, description="409 if the memory is at another version")
+    content: Content | None = None
+    path: NonBlankLabel | None = None
+    memory_type: StoredType | None = None
+    importance: float | None = Field(default=None, ge=0.0, le=1.0, strict=True)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0, strict=True)
+    source: Label | None = None
+    expires_at: Timestamp | None = Field(default=None, description="null clears it")
+    metadata: dict[str, Any] | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """What was sent, in the use case's names; a null means "clear" for expires_at only."""
+        sent = self.model_dump(include=self.model_fields_set - {"expected_version"})
+        if "memory_type" in sent:
+            sent["type"] = sent.pop("memory_type")
+        if sent.get("expires_at") is not None:
+            sent["expires_at"] = sent["expires_at"].isoformat()
+        return {k: v for k, v in sent.items() if v is not None or k == "expires_at"}
+
+
+class StatusOut(BaseModel):
+    id: str
+    status: StatusName
+    version: int
+
+
+class ForgetOut(BaseModel):
+    forgotten: list[str] = Field(description="ids removed from every store")
+    audit_record_ids: list[str] = Field(description="the tombstones left in the audit log, without content")
+
+
+class BatchItem(_Strict):
+    content: Content
+    path: NonBlankLabel
+    memory_type: MemoryTypeName | None = "auto"
+    bucket: NonBlankLabel = "personal"
+    scope: Label = ""
+    team_id: Label | None = None
+    source: Label = ""
+    importance: float = Field(default=0.5, ge=0.0, le=1.0, strict=True)
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0, strict=True)
+    expires_at: Timestamp | None = None
+    occurred_at: Timestamp | None = None
+    session_id: NonBlankLabel | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    def line(self) -> dict[str, Any]:
+        line = self.model_dump()
+        for name in ("expires_at", "occurred_at"):
+            line[name] = line[name].isoformat() if line[name] is not None else None
+        return line
+
+
+class BatchBody(_Strict):
+    memories: list[BatchItem] = Field(min_length=1, max_length=BATCH_LIMIT)
+
+
+class WriteOut(BaseModel):
+    id: str
+    memory_id: str
+    status: StatusName
+    version: int
+    deduplicated: bool
+    outcome: Literal["created", "unchanged", "superseded", "merged"]
+
+    @classmethod
+    def of(cls, result: WriteResult) -> WriteOut:
+        return cls(**result.to_dict())
+
+
+class BatchOut(BaseModel):
+    results: list[WriteOut]
