@@ -1,0 +1,193 @@
+"""The console in real Chromium (Debian's /usr/bin/chromium driven by Playwright) against a real server on
+loopback: every step is checked against the API's state; no request may leave the server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import httpx
+import pytest
+
+from .server import RunningServer
+
+pytestmark = pytest.mark.slow
+
+CHROMIUM = Path("/usr/bin/chromium")
+SHOTS = Path(__file__).resolve().parent / "artifacts" / "console"
+
+
+def _require_browser() -> Any:
+    """Playwright's sync API, or a skip (a failure under CI, where .ci/setup installs chromium)."""
+    reason = None
+    if not CHROMIUM.exists():
+        reason = f"{CHROMIUM} is missing: apt-get install -y chromium"
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        reason = "the playwright package is missing: pip install -e '.[test]'"
+    if reason is not None:
+        if os.environ.get("CI") == "true":
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return sync_playwright
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):  # type: ignore[no-untyped-def]
+    running = RunningServer(tmp_path_factory.mktemp("console") / "data")
+    yield running
+    running.stop()
+
+
+@pytest.fixture(scope="module")
+def browser_page(server) -> Iterator[tuple[Any, list[str]]]:  # type: ignore[no-untyped-def]
+    sync_playwright = _require_browser()
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    outside: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+
+        def guard(route: Any) -> None:
+            if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost"):
+                route.continue_()
+            else:
+                outside.append(route.request.url)
+                route.abort()
+
+        context.route("**/*", guard)
+        page = context.new_page()
+        yield page, outside
+        context.close()
+        browser.close()
+
+
+def _api(server: RunningServer, key: str | None = None) -> httpx.Client:
+    return server.client(key or server.admin_key)
+
+
+def _remember(api: httpx.Client, content: str, path: str, **extra: Any) -> str:
+    answer = api.post("/api/v1/remember", json={"content": content, "path": path, **extra})
+    assert answer.status_code == 201, answer.text
+    return str(answer.json()["id"])
+
+
+def _shot(page: Any, name: str) -> None:
+    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
+
+
+def test_a_person_finds_corrects_forgets_reflects_and_manages_keys(server, browser_page):
+    page, outside = browser_page
+    api = _api(server)
+    ids = {name: _remember(api, text, path) for name, text, path in [
+        ("deploy", "The deploy window is Tuesday at 10:00", "projects/alpha/ops"),
+        ("db", "The database is PostgreSQL 15 on db-2", "projects/alpha/infra"),
+        ("secret", "The vault passphrase hint is purple giraffe", "personal/secrets"),
+        ("old", "A reminder that has run out", "personal/todo"),
+    ]}
+    api.patch(f"/api/v1/memories/{ids['old']}", json={"expected_version": 1, "expires_at": "2020-01-01T00:00:00Z"})
+
+    page.goto(f"{server.url}/ui/")
+    assert page.url.endswith("/ui/login")
+    _shot(page, "01-sign-in")
+    page.get_by_label("API key").fill(server.admin_key)
+    page.get_by_role("button", name="Sign in").click()
+    page.get_by_role("heading", name="Memories").wait_for()
+    assert page.locator("tbody tr").count() == len(api.get("/api/v1/memories").json()["memories"])
+    _shot(page, "02-memories")
+
+    page.get_by_label("Path starts with").fill("projects/alpha")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**path_prefix=projects%2Falpha**")
+    expected = [m["content"] for m in api.get("/api/v1/memories", params={"path_prefix": "projects/alpha"}).json()["memories"]]
+    assert page.locator("tbody tr td:first-child").all_inner_texts() == expected
+
+    page.get_by_role("link", name="The deploy window is Tuesday at 10:00").click()
+    page.get_by_role("heading", name="Versions").wait_for()
+    _shot(page, "03-memory")
+    page.get_by_label("Content", exact=True).fill("The deploy window is Thursday at 14:00")
+    page.get_by_role("button", name="Save as version 2").click()
+    page.get_by_text("Saved.").wait_for()
+    edited = api.get(f"/api/v1/memories/{ids['deploy']}").json()
+    assert (edited["content"], edited["version"]) == ("The deploy window is Thursday at 14:00", 2)
+
+    points = api.get("/readyz").json()["index_points"]
+    page.goto(f"{server.url}/ui/memories/{ids['secret']}")
+    page.get_by_label("Remove its content from every store, for good").check()
+    page.get_by_role("button", name="Forget").click()
+    page.get_by_text("Forgotten.").wait_for()
+    assert api.get(f"/api/v1/memories/{ids['secret']}").status_code == 404
+    found = api.get("/v1/memories/search", params={"query": "vault passphrase purple giraffe", "min_score": 0.0})
+    assert ids["secret"] not in [r["id"] for r in found.json()["results"]]
+    assert api.get("/readyz").json()["index_points"] == points - 1
+    exported = server.data_dir.parent / "export.jsonl"
+    subprocess.run([sys.executable, "-c", "from service.cli import main; main()", "--data-dir", str(server.data_dir),
+                    "export", str(exported)], check=True, capture_output=True)
+    assert "giraffe" not in exported.read_text() and ids["deploy"] in exported.read_text()
+
+    page.goto(f"{server.url}/ui/audit")
+    assert page.locator("tbody tr").count() == 3  # forget, edit (deploy), edit (expires_at)
+    _shot(page, "04-audit")
+
+    page.goto(f"{server.url}/ui/recall")
+    page.get_by_label("Query").fill("when is the deploy window")
+    page.get_by_label("Max tokens (1–12000)").fill("200")
+    page.get_by_role("button", name="Recall").click()
+    page.get_by_role("heading", name="MCP text").wait_for()
+    shown = page.locator("pre.out").first.inner_text()
+    pack = api.post("/v1/recall/context", json={"query": "when is the deploy window", "max_tokens": 200}).json()
+    assert shown.startswith("### XMemo Context") and pack["items"][0]["id"] in shown
+    _shot(page, "05-recall")
+
+    page.goto(f"{server.url}/ui/reflect")
+    page.get_by_role("button", name="Dry run").click()
+    page.get_by_role("heading", name="expire (1)").wait_for()
+    assert api.get(f"/api/v1/memories/{ids['old']}").json()["status"] == "active"  # a dry run writes nothing
+    _shot(page, "06-reflect-dry-run")
+    page.get_by_role("button", name="Apply").click()
+    page.get_by_role("heading", name="Reflect applied").wait_for()
+    shown_ids = page.locator("#audit-ids li").all_inner_texts()
+    assert api.get(f"/api/v1/memories/{ids['old']}").json()["status"] == "expired"
+    audited = {r["id"] for r in api.get("/api/v1/audit").json()["records"]}
+    assert shown_ids and set(shown_ids) <= audited
+    _shot(page, "07-reflect-applied")
+
+    page.goto(f"{server.url}/ui/keys")
+    page.get_by_label("Owner").fill("erin")
+    page.get_by_role("button", name="Create key").click()
+    new_key = page.locator("#new-key").inner_text().strip()
+    _shot(page, "08-keys")
+    assert _api(server, new_key).get("/api/v1/memories").status_code == 200
+    key_id = new_key.split("_")[1]
+    page.goto(f"{server.url}/ui/keys")  # the key is shown once: not on the next visit
+    assert new_key not in page.content()
+    page.get_by_role("button", name=f"Revoke key {key_id}").click()
+    page.wait_for_url("**/ui/keys")
+    assert _api(server, new_key).get("/api/v1/memories").status_code == 401
+
+    page.goto(f"{server.url}/ui/status")
+    page.get_by_role("heading", name="Requests since start").wait_for()
+    _shot(page, "09-status")
+
+    bobs = _remember(_api(server, server.key("bob")), "bob's own note", "p")
+    assert page.goto(f"{server.url}/ui/memories/{bobs}").status == 404
+    assert "bob's own note" not in page.content()
+
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{server.url}/ui/")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    _shot(page, "10-memories-390px")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+
+    storage = page.evaluate("JSON.stringify([Object.keys(localStorage), Object.keys(sessionStorage), document.cookie])")
+    assert json.loads(storage) == [[], [], ""]  # the session cookie is HttpOnly; nothing kept in storage
+    assert all(server.admin_key not in c["value"] for c in page.context.cookies())
+    assert outside == []
