@@ -585,3 +585,6 @@ def main() -> None:
         logging.getLogger("xmemo.cli").debug("unexpected error", exc_info=True)
         _fail(f"{type(error).__name__}: {error}", EXIT_STORE)
 
+
+
+from . import cli_manage  # noqa: E402,F401  (registers `xmemo memories ...` on the group)
