@@ -54,7 +54,7 @@ def memories_group() -> None:
 @click.option("--limit", type=int, default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def list_command(ctx: click.Context, owner: str, as_json: bool, **filters: Any) -> None:
+def list_command(ctx: click.Context, /, owner: str, as_json: bool, **filters: Any) -> None:
     """The owner's memories, newest first; --json also gives the next page's cursor."""
     with _engine(ctx) as engine:
         page = list_memories(engine, Principal.local(owner), ListQuery(**filters))
@@ -95,7 +95,7 @@ def history_command(ctx: click.Context, owner: str, memory_id: str) -> None:
 @click.option("--metadata", default=None, help="A JSON object that replaces the metadata.")
 @click.argument("memory_id")
 @click.pass_context
-def edit_command(ctx: click.Context, owner: str, expected_version: int, memory_id: str, memory_type: str | None,
+def edit_command(ctx: click.Context, /, owner: str, expected_version: int, memory_id: str, memory_type: str | None,
                  metadata: str | None, expires_at: str | None, **fields: Any) -> None:
     """Make a new version with the given fields (exit 1 on a version conflict)."""
     changes = {k: v for k, v in fields.items() if v is not None}
