@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy import and_, literal_column, or_, select
 from sqlalchemy.engine import Connection
 
-from retrieval import Memory, MemoryEngine, PermissionDeniedError, Principal
+from retrieval import Memory, MemoryEngine, Principal
+from retrieval.policy import READ, require
 from retrieval.records import format_time
 from retrieval.schema import audit_log
 from retrieval.validation import check_range, optional_time
@@ -78,8 +79,7 @@ def list_audit(
 
     `since`/`until` are ISO 8601 bounds on when the record was written; `action` takes the reflect
     action names and aliases, comma-separated."""
-    if "memory:read" not in principal.scopes:
-        raise PermissionDeniedError("memory:read scope required")
+    require(principal, READ)
     since, until = optional_time(since, "since"), optional_time(until, "until")
     actions = normalize_actions(action) if action else None
     limit = check_range(limit, "limit", 1, MAX_AUDIT_LIMIT)

@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from retrieval import PermissionDeniedError, Principal, ReadFilters, ValidationError
+from retrieval import Principal, ReadFilters, ValidationError
 from retrieval.records import format_time, parse_time
+from retrieval.policy import READ, WRITE, act_for_owner, member_team, require
 from retrieval.validation import check_field, check_path_filter
 
 __all__ = [
@@ -125,24 +126,18 @@ def _clamp_limit(limit: Any) -> int:
 
 
 def _owner(principal: Principal, owner_filter: str | None) -> str:
-    if owner_filter in (None, "", "%", principal.owner_id):
+    if owner_filter in (None, "", "%"):
         return principal.owner_id
     owner = check_field(owner_filter, "owner_filter", allow_empty=False)
     if "%" in owner:
         raise ValidationError("owner_filter takes one owner id; wildcards are not supported")
-    if "memory:admin" not in principal.scopes:
-        raise PermissionDeniedError("another owner's memories need the memory:admin scope")
-    return owner
+    return act_for_owner(principal, owner)
 
 
 def _team(principal: Principal, team_id: str | None, dry_run: bool) -> str | None:
     if team_id in (None, ""):
         return None
-    team = check_field(team_id, "team_id", allow_empty=False)
-    if team not in principal.team_ids and "memory:admin" not in principal.scopes:
-        what = "review" if dry_run else "change"
-        raise PermissionDeniedError(f"team {team!r} is not one of this principal's teams; cannot {what} its memories")
-    return team
+    return member_team(principal, check_field(team_id, "team_id", allow_empty=False), "review" if dry_run else "change")
 
 
 def resolve_options(principal: Principal, request: ReflectRequest, now: datetime) -> ReflectOptions:
@@ -153,9 +148,7 @@ def resolve_options(principal: Principal, request: ReflectRequest, now: datetime
     """
     if not isinstance(request.dry_run, bool):
         raise ValidationError("dry_run must be a boolean")
-    needed = "memory:read" if request.dry_run else "memory:write"
-    if needed not in principal.scopes:
-        raise PermissionDeniedError(f"{needed} scope required for a {'dry' if request.dry_run else 'real'} run")
+    require(principal, READ if request.dry_run else WRITE)
     actions = normalize_actions(request.actions_csv)
     since, until, window_hours = _window(request, now)
     limit = _clamp_limit(request.limit)

@@ -8,10 +8,11 @@ from typing import Any, Literal
 import numpy as np
 
 from .engine import MemoryEngine
-from .errors import PermissionDeniedError, ValidationError
+from .errors import ValidationError
 from .fusion import RRF_K, FusedCandidate, fuse_convex, fuse_rrf
 from .index import IndexFilter
 from .packing import Pack, PackCandidate, pack_context
+from .policy import READ, member_team, require
 from .ranking import W_IMPORTANCE, W_RECENCY, Ranked, rank_candidates
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters
 from .restatements import Collapsed, collapse_restatements
@@ -96,11 +97,8 @@ def read_filters(
     statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,),
 ) -> ReadFilters:
     """The caller's filters within what the principal may see; a foreign team is a 403."""
-    if "memory:read" not in principal.scopes:
-        raise PermissionDeniedError("memory:read scope required")
-    if team_id:
-        if team_id not in principal.team_ids:
-            raise PermissionDeniedError(f"team {team_id!r} is not one of this principal's teams")
+    require(principal, READ)
+    team_id = member_team(principal, team_id, "read")
     path_pattern = check_path_filter(path_filter)
     return ReadFilters(
         owner_id=principal.owner_id,
@@ -326,8 +324,7 @@ def _result(memory: Memory) -> dict[str, Any]:
 
 def get_memory(engine: MemoryEngine, principal: Principal, memory_id: str) -> Memory:
     """One memory by id (any status) if the principal may see it; else NotFound."""
-    if "memory:read" not in principal.scopes:
-        raise PermissionDeniedError("memory:read scope required")
+    require(principal, READ)
     memory = visible_memory(engine, principal, memory_id)
     engine.access.record([], used=[memory.id])
     return memory

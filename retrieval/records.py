@@ -141,11 +141,13 @@ class Principal:
     project_id: str | None = None
     team_ids: tuple[str, ...] = ()
     scopes: frozenset[str] = frozenset({"memory:read", "memory:write"})
+    operator: bool = False  # the command line of the data dir: may name any team (retrieval.policy)
 
     @classmethod
     def local(cls, owner_id: str) -> Principal:
         """The operator at the command line of the data dir: all rights, acting as `owner_id`."""
-        return cls(owner_id=owner_id, agent_id="cli", scopes=frozenset({"memory:read", "memory:write", "memory:admin"}))
+        return cls(owner_id=owner_id, agent_id="cli", scopes=frozenset({"memory:read", "memory:write", "memory:admin"}),
+                   operator=True)
 
 
 @dataclass(frozen=True, slots=True)
