@@ -4,20 +4,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-from click.testing import CliRunner
-
-from service.cli import cli
-
-
-@pytest.fixture
-def run(tmp_path, real_embedder):  # type: ignore[no-untyped-def]
-    runner = CliRunner()
-
-    def invoke(*args: str, data: str = "data"):  # type: ignore[no-untyped-def]
-        return runner.invoke(cli, ["--data-dir", str(tmp_path / data), *args], catch_exceptions=False)
-
-    return invoke
+from .test_cli import run  # noqa: F401  (the runner fixture)
 
 
 def test_the_management_verbs(run, tmp_path):

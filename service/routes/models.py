@@ -13,7 +13,7 @@ from retrieval.manage import BATCH_LIMIT, History, Version
 from ..schemas import Content, Label, MemoryTypeName, NonBlankLabel, Timestamp
 
 __all__ = [
-    "AuditRecordOut", "BatchBody", "BatchOut", "EditBody", "ForgetOut", "HistoryOut", "LinkOut", "MemoryOut",
+    "BatchBody", "BatchOut", "EditBody", "ForgetOut", "HistoryOut", "LinkOut", "MemoryOut",
     "MemoryPageOut", "StatusOut", "WriteOut",
 ]
 
@@ -77,58 +77,24 @@ class LinkOut(BaseModel):
                    created_at=memory.created_at)
 
 
-class VersionOut(BaseModel):
-    version: int
-    at: str
-    action: str
-    actor: str
-    audit_id: str | None
-    changes: dict[str, Any]
-
-    @classmethod
-    def of(cls, version: Version) -> VersionOut:
-        return cls(version=version.version, at=version.at, action=version.action, actor=version.actor,
-                   audit_id=version.audit_id, changes=version.changes)
-
-
-class AuditRecordOut(BaseModel):
-    id: str
-    created_at: str
-    actor: str
-    action: str
-    plan_id: str | None
-    owner_id: str
-    team_id: str | None
-    memory_ids: list[str]
-    before: dict[str, Any]
-    after: dict[str, Any]
-    reason: str
-
-    @classmethod
-    def of(cls, record: AuditRecord) -> AuditRecordOut:
-        return cls(id=record.id, created_at=record.created_at, actor=record.actor, action=record.action,
-                   plan_id=record.plan_id, owner_id=record.owner_id, team_id=record.team_id,
-                   memory_ids=record.memory_ids, before=record.before, after=record.after, reason=record.reason)
-
-
 class HistoryOut(BaseModel):
     memory: MemoryOut
-    versions: list[VersionOut]
+    versions: list[Version]
     derived_from: list[LinkOut] = Field(description="the memories this one was made from (reflect)")
     derived_into: list[LinkOut] = Field(description="the memories made from this one (reflect)")
     supersedes: list[LinkOut]
     superseded_by: list[LinkOut]
-    audit: list[AuditRecordOut] = Field(description="the memory's audit trail, oldest first")
+    audit: list[AuditRecord] = Field(description="the memory's audit trail, oldest first")
 
     @classmethod
     def of(cls, history: History) -> HistoryOut:
         return cls(
-            memory=MemoryOut.of(history.memory), versions=[VersionOut.of(v) for v in history.versions],
+            memory=MemoryOut.of(history.memory), versions=history.versions,
             derived_from=[LinkOut.of(m) for m in history.derived_from],
             derived_into=[LinkOut.of(m) for m in history.derived_into],
             supersedes=[LinkOut.of(m) for m in history.supersedes],
             superseded_by=[LinkOut.of(m) for m in history.superseded_by],
-            audit=[AuditRecordOut.of(r) for r in history.audit],
+            audit=history.audit,
         )
 
 
