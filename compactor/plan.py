@@ -198,7 +198,7 @@ class _Builder:
                 consolidated.update(self.consolidate_cluster(cluster, matrix[rows], new))
         if self.wants("promote"):
             for memory in sorted(pool, key=_chronological):
-                if memory.id in new and memory.id not in consolidated and self.read_often(memory):
+                if memory.id not in consolidated and self.read_often(memory):
                     self.promote_single(memory)
         # An episode still waiting in the window is kept for the next pass, not archived in this one:
         # archiving it would change what the next pass clusters (docs/reflect.md, "Running again").
