@@ -7,8 +7,6 @@ memory the caller may not see is NotFound, never saying whether it exists.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
 import re
 from collections.abc import Sequence
@@ -26,6 +24,7 @@ from .writes import WriteResult, _digest, _vectors, record_from_line, visible_me
 
 __all__ = [
     "BATCH_LIMIT",
+    "CURSOR_PATTERN",
     "MAX_PAGE",
     "Forgotten",
     "Version",
@@ -84,17 +83,19 @@ class MemoryPage:
     next_cursor: str | None
 
 
+# A cursor is the (created_at, id) of the last memory shown, as `<created_at>~<id>`: any text of this
+# shape is a valid cursor (the next page starts after that point), so its schema can say exactly that.
+CURSOR_PATTERN = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z~[^~]{1,64}$"
+
+
 def _encode_cursor(memory: Memory) -> str:
-    return base64.urlsafe_b64encode(json.dumps([memory.created_at, memory.id]).encode()).decode()
+    return f"{memory.created_at}~{memory.id}"
 
 
 def _decode_cursor(cursor: str) -> tuple[str, str]:
-    try:
-        created, memory_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-    except (ValueError, TypeError, binascii.Error) as error:
-        raise ValidationError("cursor is not one this service gave out") from error
-    if not isinstance(created, str) or not isinstance(memory_id, str):
-        raise ValidationError("cursor is not one this service gave out")
+    if not re.fullmatch(CURSOR_PATTERN, cursor):
+        raise ValidationError("cursor must be <created_at>~<id>, as next_cursor gives it")
+    created, _, memory_id = cursor.partition("~")
     return created, memory_id
 
 

@@ -60,8 +60,10 @@ def test_list_filters_newest_first_and_pages_by_cursor(app):
 def test_edit_makes_a_new_version_and_conflicts_on_a_stale_one(app):
     alice = app.key("alice")
     memory_id = _remember(app, alice, "the deploy runs on Tuesdays")
+    assert app.client.patch(f"/api/v1/memories/{memory_id}", headers=alice,
+                            json={"expected_version": "1", "path": "x"}).status_code == 422
     edited = app.client.patch(f"/api/v1/memories/{memory_id}", headers=alice,
-                              json={"expected_version": 1, "content": "the deploy runs on Thursdays", "importance": 0.9})
+                              json={"expected_version": 1.0, "content": "the deploy runs on Thursdays", "importance": 0.9})
     assert edited.status_code == 200, edited.text
     assert (edited.json()["version"], edited.json()["content"], edited.json()["importance"]) == (
         2, "the deploy runs on Thursdays", 0.9)

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Path, Query
 
 from retrieval import MemoryEngine, MemoryStatus, Principal, get_memory
 from retrieval.manage import (
+    CURSOR_PATTERN,
     MAX_PAGE,
     ListQuery,
     edit_memory,
@@ -47,7 +48,7 @@ def list_route(
     since: Timestamp | None = None, until: Timestamp | None = None,
     owner_id: Annotated[str | None, Query(max_length=512, pattern=NON_BLANK_LABEL,
                                           description="another owner's memories (memory:admin)")] = None,
-    cursor: Annotated[str | None, Query(max_length=1024)] = None,
+    cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN, description="next_cursor of the previous page")] = None,
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
 ) -> MemoryPageOut:
     """Memories you may see, newest created first, any status unless `status` is given."""

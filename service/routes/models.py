@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from retrieval import Memory, WriteResult
 from retrieval.audit_log import AuditRecord
@@ -17,6 +19,14 @@ __all__ = [
     "MemoryPageOut", "StatusOut", "WriteOut",
 ]
 
+def _whole(value: Any) -> Any:
+    """JSON Schema's integer includes 8.0: take a whole float as its int, and nothing else lax (no text, no bool)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_whole)]
 StoredType = Literal["episodic", "semantic", "procedural", "identity", "working"]
 StatusName = Literal["active", "archived", "expired", "superseded"]
 
@@ -105,7 +115,7 @@ class _Strict(BaseModel):
 class EditBody(_Strict):
     """The fields to change (only those sent) and the version they were read at."""
 
-    expected_version: int = Field(ge=1, strict=True, description="409 if the memory is at another version")
+    expected_version: WholeNumber = Field(ge=1, strict=True, description="409 if the memory is at another version")
     content: Content | None = None
     path: NonBlankLabel | None = None
     memory_type: StoredType | None = None
