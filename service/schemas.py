@@ -56,6 +56,17 @@ def _text_only(value: Any) -> Any:
 Timestamp = Annotated[AwareDatetime, BeforeValidator(_text_only)]
 
 
+def _not_boolean(value: Any) -> Any:
+    """`true` is not 1: lax integer parsing would take it, and JSON Schema's integer does not."""
+    if isinstance(value, bool):
+        raise ValueError("must be an integer, not a boolean")
+    return value
+
+
+# An integer as JSON Schema has it (1.0 included), never a boolean.
+Count = Annotated[int, BeforeValidator(_not_boolean)]
+
+
 def iso(moment: datetime | None) -> str | None:
     return moment.isoformat() if moment is not None else None
 
@@ -92,8 +103,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 class RecallContextBody(_Strict):
     query: QueryText
-    max_items: int = Field(default=8, ge=1, le=50, strict=True)
-    max_tokens: int = Field(default=1500, ge=1, le=12000, strict=True)
+    max_items: Count = Field(default=8, ge=1, le=50)
+    max_tokens: Count = Field(default=1500, ge=1, le=12000)
     scope: Label | None = None
     team_id: Label | None = None
     bucket: Label | None = None
@@ -103,8 +114,8 @@ class RecallContextBody(_Strict):
 
 class ProjectContextBody(_Strict):
     team_id: Label | None = None
-    max_items: int = Field(default=8, ge=1, le=50, strict=True)
-    max_tokens: int = Field(default=1500, ge=1, le=12000, strict=True)
+    max_items: Count = Field(default=8, ge=1, le=50)
+    max_tokens: Count = Field(default=1500, ge=1, le=12000)
     durable_query: Annotated[str, StringConstraints(max_length=8192)] | None = None
 
 

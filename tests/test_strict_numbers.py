@@ -62,3 +62,9 @@ def test_the_mcp_schema_still_names_number_types(tmp_path, tool):
         "remember": {"importance": "number"},
     }[tool]
     assert numeric == expected
+
+
+def test_an_integral_float_is_still_an_integer_as_json_schema_says(tmp_path):
+    with running_app(tmp_path / "data") as app:
+        response = app.client.post("/v1/recall/context", headers=app.key("alice"), json={"query": "x", "max_items": 1.0})
+        assert response.status_code == 200 and response.json()["budget"]["max_items"] == 1
