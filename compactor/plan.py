@@ -133,6 +133,7 @@ class _Builder:
         self.latest: dict[str, Memory] = {}
         self.expired: set[str] = set()
         self.waiting: set[str] = set()
+        self.promoted: set[str] = set()  # members promoted in this plan (promoted once, whatever the way)
         self.candidates: dict[str, int] = {"episodes": 0, "unvectored": 0, "clusters": 0, "overdue": 0, "lifecycle": 0}
 
     # -- bookkeeping --------------------------------------------------------------------------
@@ -172,47 +173,51 @@ class _Builder:
         """Cluster the pool; a cluster with new members is promoted when it recurs, else its new
         members are summarized when there are enough of them.
 
-        New members are the window's episodes not summarized yet. The pool adds, from the recurrence
-        lookback, the earlier episodes not yet promoted: a topic summarized in one session that comes
-        back in a later one is how recurrence shows. A cluster without a new member is left alone, so
+        New members are the window's active episodes not summarized or promoted yet. The pool adds,
+        from the recurrence lookback, the earlier episodes: a topic summarized in one session that
+        comes back in a later one is how recurrence shows. The pool is every episode read, whatever
+        its status and marks, so a pass that archives, expires or marks some of them leaves the
+        clusters of the next pass as they were; a cluster without a new member is left alone, so
         planning again after applying finds nothing new.
         """
         if not (self.wants("summarize") or self.wants("promote")):
             return
-        pool = [
-            m for m in episodes
-            if m.status == MemoryStatus.ACTIVE and m.id not in self.expired and PROMOTED_KEY not in m.metadata
-        ]
-        new = {m.id for m in pool if self.is_new(m)}
+        active = {m.id for m in episodes if m.status == MemoryStatus.ACTIVE and m.id not in self.expired}
+        new = {m.id for m in episodes if m.id in active and self.is_new(m)}
         self.candidates["episodes"] = len(new)
-        with_vectors = [m for m in pool if m.id in vectors]
-        self.candidates["unvectored"] = sum(1 for m in pool if m.id in new and m.id not in vectors)
+        self.candidates["unvectored"] = sum(1 for i in new if i not in vectors)
         consolidated: set[str] = set()
-        for members in _by_space(with_vectors):
+        for members in _by_space([m for m in episodes if m.id in vectors]):
             matrix = np.stack([vectors[m.id] for m in members])
             for rows in cluster_vectors(matrix, self.settings.cluster_max_distance, self.settings.min_cluster_size):
-                cluster = [members[r] for r in rows]
-                if not any(m.id in new for m in cluster):
+                live = [r for r in rows if members[r].id in active]
+                if not any(members[r].id in new for r in live):
                     continue
                 self.candidates["clusters"] += 1
-                consolidated.update(self.consolidate_cluster(cluster, matrix[rows], new))
+                consolidated.update(self.consolidate_cluster([members[r] for r in live], matrix[live], new))
         if self.wants("promote"):
-            for memory in sorted(pool, key=_chronological):
-                if memory.id not in consolidated and self.read_often(memory):
+            for memory in sorted(episodes, key=_chronological):
+                if memory.id in active and memory.id not in self.promoted and self.read_often(memory):
                     self.promote_single(memory)
         # An episode still waiting in the window is kept for the next pass, not archived in this one:
         # archiving it would change what the next pass clusters (docs/reflect.md, "Running again").
         self.waiting = new - consolidated
 
     def is_new(self, memory: Memory) -> bool:
-        return memory.occurred_at >= self.since and SUMMARIZED_KEY not in memory.metadata
+        return (memory.occurred_at >= self.since and SUMMARIZED_KEY not in memory.metadata
+                and PROMOTED_KEY not in memory.metadata)
 
     def consolidate_cluster(self, cluster: list[Memory], matrix: np.ndarray, new: set[str]) -> set[str]:
-        """Promote the cluster, or summarize its new members; returns the ids it consolidated."""
+        """Promote the cluster, or summarize its new members; returns the ids it consolidated.
+
+        A cluster holding a member promoted before is not promoted again (the same evidence is
+        promoted once); its new members are summarized instead.
+        """
         view = _view(cluster, matrix)
         recurring = view.sessions >= self.settings.promote_min_sessions or len(view.days) >= self.settings.promote_min_days
         substantial = float(np.median([len(m.content.split()) for m in cluster])) >= self.settings.promote_min_words
-        if self.wants("promote") and recurring and substantial:
+        fresh_evidence = not any(PROMOTED_KEY in m.metadata for m in cluster)
+        if self.wants("promote") and recurring and substantial and fresh_evidence:
             reason = f"{len(cluster)} similar memories recur over {view.sessions} sessions and {len(view.days)} days"
             self.derive("promote", view, MemoryType.SEMANTIC, "Recurring topic", reason)
             return {m.id for m in cluster}
@@ -231,6 +236,8 @@ class _Builder:
             "summarizer": self.summarizer.name, "sessions": view.sessions, "days": len(view.days),
         })
         marks = {SUMMARIZED_KEY: made.id} if action == "summarize" else {PROMOTED_KEY: made.id}
+        if action == "promote":
+            self.promoted.update(m.id for m in members)
         pairs: list[tuple[Memory | None, Memory]] = [(None, made)]
         pairs += [(m, self.bump(m, metadata={SUMMARIZED_KEY: made.id, **m.metadata, **marks, **_carried(made, m)}))
                   for m in members]

@@ -34,7 +34,7 @@ class ReflectSettings(BaseSettings):
     promote_min_words: int = Field(default=8, ge=0)
     # Decay: importance halves every half-life of idleness, never below the floor; changes smaller
     # than min_change are not written.
-    decay_half_life_days: float = Field(default=60.0, gt=0.0)
+    decay_half_life_days: float = Field(default=180.0, gt=0.0)
     decay_floor: float = Field(default=0.05, ge=0.0, le=1.0)
     decay_min_change: float = Field(default=0.01, gt=0.0, le=1.0)
     # Protection from decay and archive: pinned (metadata.pinned), or confidence at least this.
