@@ -113,14 +113,14 @@ def test_scopes_owner_and_team_are_authorised():
 
 
 def test_decay_halves_per_half_life_and_stops_at_the_floor():
-    sixty_days_ago = format_time(NOW - timedelta(days=60))
-    assert decayed_importance(memory(importance=0.8, created_at=sixty_days_ago), NOW, RULES) == 0.4
-    assert decayed_importance(memory(importance=0.8, last_accessed_at=sixty_days_ago, created_at="2000-01-01T00:00:00.000000Z"), NOW, RULES) == 0.4
+    one_half_life_ago = format_time(NOW - timedelta(days=RULES.decay_half_life_days))
+    assert decayed_importance(memory(importance=0.8, created_at=one_half_life_ago), NOW, RULES) == 0.4
+    assert decayed_importance(memory(importance=0.8, last_accessed_at=one_half_life_ago, created_at="2000-01-01T00:00:00.000000Z"), NOW, RULES) == 0.4
     long_ago = format_time(NOW - timedelta(days=3650))
     assert decayed_importance(memory(importance=0.8, created_at=long_ago), NOW, RULES) == RULES.decay_floor
     assert decayed_importance(memory(importance=0.02, created_at=long_ago), NOW, RULES) == 0.02  # never raised
     # a memory decayed before keeps its base: decay depends on idleness only
-    decayed = memory(importance=0.4, metadata={"importance_base": 0.8}, created_at=sixty_days_ago)
+    decayed = memory(importance=0.4, metadata={"importance_base": 0.8}, created_at=one_half_life_ago)
     assert decayed_importance(decayed, NOW, RULES) == 0.4
 
 
