@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy.exc import SQLAlchemyError
 
 from retrieval import ConflictError, MemoryEngine, StoreError
-from retrieval.embedding import text_sha256
+from retrieval.embedding import memory_digest
 from retrieval.engine import embedding_text
 
 from .audit import write_audit
@@ -32,7 +32,7 @@ def apply_plan(engine: MemoryEngine, plan: Plan, actor: str) -> list[str]:
                 existing = sorted(engine.store.versions([m.id for m in created], connection))
                 if existing:
                     raise ConflictError(f"memories this plan creates already exist ({', '.join(existing[:3])}); plan again")
-                engine.store.insert([(m, text_sha256(embedding_text(m))) for m in created], connection)
+                engine.store.insert([(m, memory_digest(m, embedding_text(m))) for m in created], connection)
                 engine.store.replace_many(updates, connection)
                 audit_ids = write_audit(connection, plan, actor)
         except SQLAlchemyError as error:

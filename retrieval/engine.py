@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import IO
 
 from .access import AccessTracker
-from .embedding import CachedEmbedder, Embedder, EmbeddingCache, SentenceTransformerEmbedder, text_sha256
+from .permissions import secure_data_dir
+from .embedding import CachedEmbedder, Embedder, EmbeddingCache, SentenceTransformerEmbedder, memory_digest
 from .errors import IndexUnavailableError, ModelMismatchError, StorageFullError, StoreError
 from .faults import map_sql_faults
 from .freespace import FreeSpace
@@ -75,7 +76,7 @@ class MemoryEngine:
         self.settings = settings
         self.clock = clock
         self._closed = False
-        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        secure_data_dir(settings.data_dir)
         self._lock_file = _lock_data_dir(settings.data_dir)
         self.space = FreeSpace(settings.data_dir, settings.disk_reserve_bytes)
         self.store = MemoryStore.open(settings.sql_path, self.space, settings.sqlite_busy_timeout_ms)
@@ -159,11 +160,12 @@ class MemoryEngine:
     # -- keeping the index in step ------------------------------------------------------------
 
     def vectors_for(self, memories: Sequence[Memory]):  # type: ignore[no-untyped-def]
-        """Dense vectors of these memories, from the cache where possible (encoding the rest)."""
+        """Dense vectors of these memories from their tenants' cache entries (retrieval.embedding:
+        a team memory's team, else its owner), encoding the rest."""
         self.space.check()
         texts = [embedding_text(m) for m in memories]
         with map_sql_faults("the embedding cache failed"):
-            return self.embedder.embed_with_digests(texts, [text_sha256(t) for t in texts])
+            return self.embedder.embed_with_digests(texts, [memory_digest(m, t) for m, t in zip(memories, texts)])
 
     def sync(self, memories: Sequence[Memory], vectors=None) -> None:  # type: ignore[no-untyped-def]
         """Write these records' current versions to the index, then record that it holds them

@@ -20,7 +20,7 @@ from .errors import ConflictError, PermissionDeniedError, ValidationError
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters, format_time
 from .store import Listing
 from .validation import check_content, check_field, check_metadata, check_path, check_range, check_unit, optional_time
-from .writes import WriteResult, _digest, _vectors, record_from_line, visible_memory
+from .writes import WriteResult, _digest, record_from_line, visible_memory
 
 __all__ = [
     "BATCH_LIMIT",
@@ -254,7 +254,7 @@ def edit_memory(engine: MemoryEngine, principal: Principal, memory_id: str, expe
         fields = _edited(memory, changes)
         now = format_time(engine.clock())
         edited = replace(memory, **fields, updated_at=now, version=memory.version + 1)
-        vectors = _vectors(engine, [edited])
+        vectors = engine.vectors_for([edited])
         with engine.store.engine.begin() as connection:
             engine.store.replace(edited, memory.version, connection)
             engine.store.set_embed_sha(edited.id, _digest(edited), connection)
@@ -287,7 +287,7 @@ def set_status(engine: MemoryEngine, principal: Principal, memory_id: str, statu
         with engine.store.engine.begin() as connection:
             engine.store.replace(changed, memory.version, connection)
             audit_change(connection, action, actor_of(principal), now, memory, changed)
-        engine.sync([changed], _vectors(engine, [changed]))
+        engine.sync([changed], engine.vectors_for([changed]))
     return changed
 
 
@@ -335,7 +335,7 @@ def _forget(engine: MemoryEngine, principal: Principal, memories: Sequence[Memor
     _clear_query_cache(engine)
     if rewritten:
         fresh = list(engine.store.get_many(rewritten).values())
-        engine.sync(fresh, _vectors(engine, fresh))
+        engine.sync(fresh, engine.vectors_for(fresh))
     engine.index.flush()
     engine.index.optimize()  # merge segments, so that deleted vectors do not linger on disk
     return Forgotten(ids, audit_ids)
@@ -407,7 +407,7 @@ def remember_batch(engine: MemoryEngine, principal: Principal, items: Sequence[d
     with engine.write_lock:
         existing = engine.store.get_many([m.id for m in built])
         fresh = list({m.id: m for m in built if m.id not in existing}.values())
-        vectors = _vectors(engine, fresh) if fresh else None
+        vectors = engine.vectors_for(fresh) if fresh else None
         with engine.store.engine.begin() as connection:
             engine.store.insert([(m, _digest(m)) for m in fresh], connection)
             for memory in fresh:

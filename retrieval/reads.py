@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .embedding import tenant_of
 from .engine import MemoryEngine
 from .errors import ValidationError
 from .fusion import RRF_K, FusedCandidate, fuse_convex, fuse_rrf
@@ -160,7 +161,8 @@ def hybrid_retrieve(
     }
     if ids is not None and not ids:
         return Retrieval([], plan, filters)
-    dense_query = engine.embedder.embed_query(query) if "dense" in channels else None
+    tenant = tenant_of(filters.owner_id, None)
+    dense_query = engine.embedder.embed_query(query, tenant=tenant) if "dense" in channels else None
     sparse_query = engine.sparse.query(query) if "bm25" in channels else None
     flt = IndexFilter.from_read_filters(filters, ids)
     dense_hits, bm25_hits = engine.index.search(dense_query, sparse_query, flt, depth, depth)

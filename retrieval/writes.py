@@ -13,7 +13,6 @@ from .backup import content_id, line_owner
 from .embedding import memory_digest, text_sha256
 from .engine import SESSION_CONTEXT_TURNS, MemoryEngine, embedding_text, session_context
 from .errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
-from .faults import map_sql_faults
 from .index import IndexFilter
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters, format_time
 from .validation import (
@@ -118,22 +117,8 @@ def _digest(memory: Memory) -> str:
     return memory_digest(memory, embedding_text(memory))
 
 
-def _vectors(engine: MemoryEngine, memories: Sequence[Memory]) -> np.ndarray:
-    """Dense vectors of these memories from their tenants' cache entries, encoding the rest.
-
-    Every write here comes through this function rather than `engine.vectors_for`, which keys the
-    cache by the text alone and so would let one tenant's stored texts serve another's.
-    """
-    engine.space.check()
-    with map_sql_faults("the embedding cache failed"):
-        vectors: np.ndarray = engine.embedder.embed_with_digests(
-            [embedding_text(m) for m in memories], [_digest(m) for m in memories]
-        )
-    return vectors
-
-
 def _sync(engine: MemoryEngine, memories: Sequence[Memory]) -> None:
-    engine.sync(memories, _vectors(engine, memories))
+    engine.sync(memories, engine.vectors_for(memories))
 
 
 def _auto_type(request: RememberRequest) -> MemoryType:
@@ -147,7 +132,7 @@ def remember(engine: MemoryEngine, principal: Principal, request: RememberReques
     """Store a memory. Same semantic_key and content: no-op. New content: supersede. dedupe: merge."""
     now = format_time(engine.clock())
     memory = _new_memory(principal, request, now, _auto_type(request))
-    vector = _vectors(engine, [memory])
+    vector = engine.vectors_for([memory])
     with engine.write_lock:
         if memory.semantic_key is not None:
             result = _remember_keyed(engine, memory, "semantic_key", memory.semantic_key, now)
@@ -424,7 +409,7 @@ def import_records(
                 seen.add(memory.id)
         counts["skipped"] += len(pending) - len(fresh)
         if fresh:
-            vectors = _vectors(engine, fresh)
+            vectors = engine.vectors_for(fresh)
             with engine.write_lock:
                 engine.store.insert([(m, _digest(m)) for m in fresh])
                 engine.sync(fresh, vectors)

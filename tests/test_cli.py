@@ -97,9 +97,11 @@ def test_reflect_dry_run_then_apply(run, tmp_path):
     window = ("--since", "2026-11-01T00:00:00Z", "--actions", "summarize,expiry")
     dry = run("reflect", "--owner", "alice", "--dry-run", *window)
     assert dry.exit_code == 0
-    assert dry.output.splitlines() == ["### Memory Reflect Report", "Dry Run: true", "Actions: summarize, expire",
-                                       "Summarized: 1", "Promoted: 0", "Expired: 1", "Decayed: 0", "Archived: 0",
-                                       "Audit Records: 0"]
+    lines = dry.output.splitlines()
+    assert lines[:11] == ["### Memory Reflect Report", "Dry Run: true", "Actions: summarize, expire",
+                          "Summarized: 1", "Promoted: 0", "Expired: 1", "Decayed: 0", "Archived: 0",
+                          "Audit Records: 0", "", "Candidates: 2"]
+    assert [line.split(" [")[0] for line in lines[11:]] == ["- expire", "- summarize"]  # each candidate, reviewable
     real = json.loads(run("reflect", "--owner", "alice", "--json", *window).output)
     assert real["counts"]["summarized"] == 1 and len(real["audit_record_ids"]) == 2
     assert "S3 bucket policy" in real["summaries"][0]["content"]
