@@ -1,8 +1,9 @@
 """Management use cases for people and tools: list, history, edit, archive, restore, forget, batch.
 
-Every change is audited in its own transaction (retrieval.audit_log). Who may do what is decided in
-one place, `require`: reads need memory:read, changes memory:write, another owner memory:admin; a
-memory the caller may not see is NotFound, never saying whether it exists.
+Every change is audited in its own transaction (retrieval.audit_log). Who may do what is decided by
+retrieval.policy, as for every use case: reads need memory:read, changes memory:write, another owner
+memory:admin, a team its membership; a memory the caller may not see is NotFound, never saying
+whether it exists.
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Any
 from .audit_log import AuditRecord, actor_of, audit_change, audit_records, scrub_audit, tombstone
 from .embedding import memory_digest, text_sha256
 from .engine import SESSION_CONTEXT_CHARS, MemoryEngine
-from .errors import ConflictError, PermissionDeniedError, ValidationError
+from .errors import ConflictError, ValidationError
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters, format_time
+from .policy import act_for_owner, member_team, require
 from .store import Listing
 from .validation import check_content, check_field, check_metadata, check_path, check_range, check_unit, optional_time
 from .writes import WriteResult, _digest, record_from_line, visible_memory
@@ -36,7 +38,6 @@ __all__ = [
     "list_memories",
     "memory_history",
     "remember_batch",
-    "require",
     "set_status",
     "edit_memory",
 ]
@@ -46,12 +47,6 @@ MAX_PAGE = 200
 EDITABLE = ("content", "path", "type", "importance", "confidence", "source", "expires_at", "metadata")
 TIME_FIELDS = ("created_at", "updated_at", "occurred_at")
 _METADATA_KEY = re.compile(r"[A-Za-z0-9_.:-]{1,128}")
-
-
-def require(principal: Principal, scope: str) -> None:
-    """The one scope check of the management use cases (403 when the key lacks `scope`)."""
-    if scope not in principal.scopes:
-        raise PermissionDeniedError(f"{scope} scope required")
 
 
 # -- listing ----------------------------------------------------------------------------------
@@ -119,13 +114,11 @@ def _owner_filters(principal: Principal, query: ListQuery) -> ReadFilters:
             memory_type = MemoryType(query.memory_type)
         except ValueError as error:
             raise ValidationError(f"type must be one of {', '.join(t.value for t in MemoryType)}") from error
-    if query.owner_id and query.owner_id != principal.owner_id:
-        require(principal, "memory:admin")
-        return ReadFilters(owner_id=query.owner_id, team_id=query.team_id or None, statuses=statuses,
+    team_id = member_team(principal, query.team_id or None, "list")
+    owner = act_for_owner(principal, query.owner_id)
+    if owner != principal.owner_id:
+        return ReadFilters(owner_id=owner, team_id=team_id, statuses=statuses,
                            bucket=query.bucket or None, scope=query.scope, memory_type=memory_type)
-    team_id = query.team_id or None
-    if team_id is not None and team_id not in principal.team_ids:
-        raise PermissionDeniedError(f"team {team_id!r} is not one of this principal's teams")
     return ReadFilters(owner_id=principal.owner_id, team_ids=principal.team_ids, team_id=team_id, statuses=statuses,
                        bucket=query.bucket or None, scope=query.scope, memory_type=memory_type)
 

@@ -15,6 +15,7 @@ from .engine import SESSION_CONTEXT_TURNS, MemoryEngine, embedding_text, session
 from .errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from .index import IndexFilter
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters, format_time
+from .policy import WRITE, member_team, require
 from .validation import (
     check_content,
     check_field,
@@ -79,12 +80,8 @@ class WriteResult:
 
 
 def check_team(principal: Principal, team_id: str | None) -> str | None:
-    """An explicit team must be one of the principal's teams, unless it holds memory:admin (else 403)."""
-    if team_id is None or team_id == "":
-        return None
-    if team_id not in principal.team_ids and "memory:admin" not in principal.scopes:
-        raise PermissionDeniedError(f"team {team_id!r} is not one of this principal's teams")
-    return team_id
+    """An explicit team must be one of the principal's teams (retrieval.policy), else 403."""
+    return member_team(principal, team_id, "write to")
 
 
 def _new_memory(principal: Principal, request: RememberRequest, now: str, memory_type: MemoryType) -> Memory:
@@ -130,6 +127,7 @@ def _auto_type(request: RememberRequest) -> MemoryType:
 
 def remember(engine: MemoryEngine, principal: Principal, request: RememberRequest) -> WriteResult:
     """Store a memory. Same semantic_key and content: no-op. New content: supersede. dedupe: merge."""
+    require(principal, WRITE)
     now = format_time(engine.clock())
     memory = _new_memory(principal, request, now, _auto_type(request))
     vector = engine.vectors_for([memory])
@@ -218,6 +216,7 @@ def update_state(
     metadata: dict[str, Any] | None = None,
 ) -> WriteResult:
     """A versioned slot: one active `working` memory per owner, bucket, scope and state_key."""
+    require(principal, WRITE)
     check_key(state_key, "state_key")
     request = RememberRequest(
         content=content, path=f"state/{state_key}", memory_type=MemoryType.WORKING.value, bucket=bucket,
@@ -248,6 +247,7 @@ def add_event(
     metadata: dict[str, Any] | None = None,
 ) -> WriteResult:
     """Append an episodic timeline event; never deduplicated."""
+    require(principal, WRITE)
     check_key(event_type, "event_type")
     if not occurred_at:
         raise ValidationError("occurred_at is required (ISO 8601 with a zone)")
@@ -280,6 +280,7 @@ def archive_memory(
 
     With `expected_version`, a memory that is at another version is a conflict (nothing changes).
     """
+    require(principal, WRITE)
     with engine.write_lock:
         memory = visible_memory(engine, principal, memory_id)
         if expected_version is not None and memory.version != expected_version:
@@ -380,6 +381,8 @@ def import_records(
 
     A line with a semantic_key takes the remember path (no-op, supersede) one by one. Returns counts.
     """
+    if principal is not None:
+        require(principal, WRITE)
     counts = {"imported": 0, "skipped": 0, "keyed": 0}
     batch: list[Memory] = []
     tails: dict[tuple[str, str], list[str]] = {}  # (owner, session) -> contents written so far

@@ -33,7 +33,7 @@ from retrieval import (
 from compactor import ReflectRequest, list_audit, reflect
 from compactor.audit import MAX_AUDIT_LIMIT
 from retrieval.embedding import Embedder
-from retrieval.manage import require
+from retrieval.policy import require
 from retrieval.reads import MAX_PROJECT_ID, project_context
 
 from .errors import status_of

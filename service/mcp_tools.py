@@ -60,8 +60,6 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         dedupe: bool = False, occurred_at: str | None = None, metadata: dict[str, Any] | None = None,
     ) -> str:
         principal = _principal(ctx)
-        if "memory:write" not in principal.scopes:
-            raise ToolError("403 forbidden: memory:write scope required")
         result = await run(remember, principal, RememberRequest(
             content=content, path=path, memory_type=memory_type, bucket=bucket, scope=scope, team_id=team_id,
             importance=importance, semantic_key=semantic_key, dedupe=dedupe, source="mcp",
@@ -71,8 +69,12 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         return f"Remembered: {data['id']} (version {data['version']}, {data['outcome']})"
 
     @server.tool(name="recall_context", description="Bounded context pack for a task: ranked memories under item and token budgets.")
-    async def recall_context_tool(query: str, ctx: Context, max_items: Integer = 8, max_tokens: Integer = 1500) -> str:
-        pack = await run(recall_context, _principal(ctx), query, max_items=max_items, max_tokens=max_tokens)
+    async def recall_context_tool(query: str, ctx: Context, max_items: Integer = 8, max_tokens: Integer = 1500,
+                                  scope: str = "", team_id: str = "", bucket: str = "", path_filter: str = "",
+                                  memory_type: str = "") -> str:
+        pack = await run(recall_context, _principal(ctx), query, max_items=max_items, max_tokens=max_tokens,
+                         scope=scope or None, team_id=team_id or None, bucket=bucket or None,
+                         path_filter=path_filter or None, memory_type=memory_type or None)
         return render_context_text(pack)
 
     @server.tool(name="recall", description="Light best-effort recall: the few most relevant memories.")

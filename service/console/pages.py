@@ -18,9 +18,9 @@ from retrieval.manage import (
     forget_memory,
     list_memories,
     memory_history,
-    require,
     set_status,
 )
+from retrieval.policy import require
 from retrieval.rendering import render_context_text
 
 from ..routes.context import context_of, engine_of, principal_of
