@@ -33,6 +33,7 @@ from .summarizer import ClusterView, Summarizer, heading_for
 __all__ = [
     "CARRIED_KEY",
     "PROMOTED_KEY",
+    "USED_KEY",
     "SUMMARIZED_KEY",
     "Change",
     "Plan",
@@ -40,10 +41,14 @@ __all__ = [
     "plan_reflection",
 ]
 
-# Marks written into members' metadata. A member with SUMMARIZED_KEY is never clustered again; one
-# with PROMOTED_KEY is never promoted again (the same evidence is promoted once).
+# Marks written into members' metadata. A member with SUMMARIZED_KEY is no longer new (it may still
+# show that a later cluster recurs); one with PROMOTED_KEY leaves the clustering pool, so the same
+# evidence is promoted once.
 SUMMARIZED_KEY = "summarized_into"
 PROMOTED_KEY = "promoted_into"
+# A member promoted alone because it was used often; it stays in the clustering pool (a recurring
+# topic may still include it), and is never promoted for use again.
+USED_KEY = "promoted_for_use"
 # Set when the memory reflect made holds the member's whole text: only such a member may be archived
 # for idleness, since hiding it then loses no words (docs/reflect.md, "Archive").
 CARRIED_KEY = "carried_into"
@@ -176,8 +181,9 @@ class _Builder:
         New members are the window's active episodes not summarized or promoted yet. The pool adds,
         from the recurrence lookback, the earlier episodes: a topic summarized in one session that
         comes back in a later one is how recurrence shows. The pool is every episode read, whatever
-        its status and marks, so a pass that archives, expires or marks some of them leaves the
-        clusters of the next pass as they were; a cluster without a new member is left alone, so
+        its status, except the members of earlier promotions: a pass that archives, expires, marks or
+        promotes some of them takes whole clusters out, if any, and complete linkage leaves the rest
+        of the next pass's clusters as they were. A cluster without a new member is left alone, so
         planning again after applying finds nothing new.
         """
         if not (self.wants("summarize") or self.wants("promote")):
@@ -187,7 +193,8 @@ class _Builder:
         self.candidates["episodes"] = len(new)
         self.candidates["unvectored"] = sum(1 for i in new if i not in vectors)
         consolidated: set[str] = set()
-        for members in _by_space([m for m in episodes if m.id in vectors]):
+        pool = [m for m in episodes if m.id in vectors and PROMOTED_KEY not in m.metadata]
+        for members in _by_space(pool):
             matrix = np.stack([vectors[m.id] for m in members])
             for rows in cluster_vectors(matrix, self.settings.cluster_max_distance, self.settings.min_cluster_size):
                 live = [r for r in rows if members[r].id in active]
@@ -204,20 +211,14 @@ class _Builder:
         self.waiting = new - consolidated
 
     def is_new(self, memory: Memory) -> bool:
-        return (memory.occurred_at >= self.since and SUMMARIZED_KEY not in memory.metadata
-                and PROMOTED_KEY not in memory.metadata)
+        return memory.occurred_at >= self.since and not {SUMMARIZED_KEY, PROMOTED_KEY, USED_KEY} & memory.metadata.keys()
 
     def consolidate_cluster(self, cluster: list[Memory], matrix: np.ndarray, new: set[str]) -> set[str]:
-        """Promote the cluster, or summarize its new members; returns the ids it consolidated.
-
-        A cluster holding a member promoted before is not promoted again (the same evidence is
-        promoted once); its new members are summarized instead.
-        """
+        """Promote the cluster, or summarize its new members; returns the ids it consolidated."""
         view = _view(cluster, matrix)
         recurring = view.sessions >= self.settings.promote_min_sessions or len(view.days) >= self.settings.promote_min_days
         substantial = float(np.median([len(m.content.split()) for m in cluster])) >= self.settings.promote_min_words
-        fresh_evidence = not any(PROMOTED_KEY in m.metadata for m in cluster)
-        if self.wants("promote") and recurring and substantial and fresh_evidence:
+        if self.wants("promote") and recurring and substantial:
             reason = f"{len(cluster)} similar memories recur over {view.sessions} sessions and {len(view.days)} days"
             self.derive("promote", view, MemoryType.SEMANTIC, "Recurring topic", reason)
             return {m.id for m in cluster}
@@ -248,13 +249,14 @@ class _Builder:
         })
 
     def read_often(self, memory: Memory) -> bool:
-        return PROMOTED_KEY not in memory.metadata and memory.access_count >= self.settings.promote_min_access
+        return (USED_KEY not in memory.metadata and PROMOTED_KEY not in memory.metadata
+                and memory.access_count >= self.settings.promote_min_access)
 
     def promote_single(self, memory: Memory) -> None:
         member = self.current(memory)
         made = self.new_memory("promote", [member], member.content, MemoryType.SEMANTIC, {"reads": member.access_count})
         reason = f"read {member.access_count} times (at least {self.settings.promote_min_access})"
-        marked = self.bump(member, metadata={**member.metadata, PROMOTED_KEY: made.id, CARRIED_KEY: made.id})
+        marked = self.bump(member, metadata={**member.metadata, USED_KEY: made.id, CARRIED_KEY: made.id})
         self.record("promote", reason, [(None, made), (member, marked)], {
             "id": made.id, "type": made.type.value, "path": made.path, "content": made.content,
             "derived_from": [member.id], "members": 1, "reads": member.access_count,

@@ -17,7 +17,7 @@ from sqlalchemy import text
 
 from compactor import ReflectRequest, ReflectSettings, list_audit, prepare_plan, reflect, render_reflect_text
 from compactor.apply import apply_plan
-from compactor.plan import PROMOTED_KEY, SUMMARIZED_KEY
+from compactor.plan import SUMMARIZED_KEY, USED_KEY
 from retrieval import (
     ConflictError,
     MemoryStatus,
@@ -121,7 +121,7 @@ def test_dry_run_is_exactly_what_the_real_run_applies(seeded):
     recurring, single = sorted(real["promotions"], key=lambda p: -p["members"])
     assert recurring["members"] == 5 and recurring["type"] == "semantic" and recurring["days"] == 5
     assert single["members"] == 1 and "Helix" in single["content"]
-    assert get_memory(seeded, ALICE, single["derived_from"][0]).metadata[PROMOTED_KEY] == single["id"]
+    assert get_memory(seeded, ALICE, single["derived_from"][0]).metadata[USED_KEY] == single["id"]
     assert [e["expires_at"] is not None for e in real["lifecycle"]["expired"]] == [True]
 
     records = {r["id"]: r for r in state(seeded)[0]}
