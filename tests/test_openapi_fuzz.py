@@ -11,6 +11,7 @@ clone and a used checkout send exactly the same cases for the fixed seed.
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -34,11 +35,11 @@ def test_schemathesis_finds_nothing(server):
     binary = shutil.which("schemathesis", path=str(Path(sys.executable).parent))
     assert binary, "schemathesis is a test dependency"
     done = subprocess.run(
-        [binary, "run", f"{server.url}/openapi.json", "-H", f"Authorization: Bearer {server.admin_key}",
+        [binary, "--config-file", str(Path(__file__).with_name("schemathesis.toml")), "run", f"{server.url}/openapi.json", "-H", f"Authorization: Bearer {server.admin_key}",
          "--checks", "all", "--max-examples", "40", "--seed", "20261130", "--no-color",
          "--request-timeout", "600", "--generation-database", "none"],
         capture_output=True, text=True, timeout=900,
     )
-    assert done.returncode == 0, done.stdout[-6000:]
+    assert done.returncode == 0, re.sub(r"(.)\1{80,}", r"\1…", done.stdout)[-6000:]  # long generated runs cut
     log = (server.data_dir.parent / f"server-{server.port}.log").read_text()
     assert "Traceback" not in log
