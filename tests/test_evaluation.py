@@ -107,3 +107,17 @@ def test_lifecycle_needs_a_locomo_file():
     done = subprocess.run([sys.executable, "-c", "from service.cli import main; main()", "eval", "--dataset", "scifact",
                            "--shared-data", str(SHARED_DATA), "--lifecycle"], capture_output=True, text=True)
     assert done.returncode == 1 and "LoCoMo" in done.stderr
+
+
+def test_the_documented_commands_run_from_anywhere(tmp_path):
+    """`xmemo eval --dataset scifact --slice 100` failed with "not a BEIR directory" outside the
+    project's parent: the data is found beside the project, wherever the command runs."""
+    import os
+    from pathlib import Path
+
+    cache = Path(__file__).resolve().parents[1] / ".cache" / "xmemo" / "eval-embeddings.sqlite"
+    done = subprocess.run([sys.executable, "-c", "from service.cli import main; main()", "eval", "--dataset", "scifact",
+                           "--slice", "100", "--strategy", "bm25", "--json"], capture_output=True, text=True,
+                          cwd=tmp_path, env={**os.environ, "XMEMO_EVAL_CACHE": str(cache)}, timeout=1800)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["dataset"] == "scifact-slice100"

@@ -93,3 +93,25 @@ def test_chinese_japanese_and_mixed_memories(make_engine, real_embedder) -> None
         assert names[pack["items"][0]["id"]] == expected, (query, [names[i["id"]] for i in pack["items"]])
     strict = search_memory(engine, ALICE, "青龙")
     assert {names[r["id"]] for r in strict["results"]} <= {"qinglong", "mixed"} and strict["results"]
+
+
+def test_a_store_of_the_english_tokenizer_moves_through_reindex(make_engine) -> None:  # type: ignore[no-untyped-def]
+    """An old store's BM25 vectors were made by the English tokenizer: it refuses to open until
+    `xmemo reindex` (the engine's reindex), which rebuilds them; then Chinese words are found."""
+    from retrieval import ModelMismatchError
+    from retrieval.engine import MemoryEngine
+
+    from .conftest import FakeEmbedder, settings_for
+
+    engine = make_engine(name="old")
+    remember(engine, ALICE, RememberRequest(content="青龙计划的向量数据库选型已经完成。", path="notes"))
+    engine.store.set_meta("sparse_model", "bm25:k1=1.2:b=0.75:avg_len=64.0")  # as the first release wrote it
+    data_dir = engine.settings.data_dir
+    engine.close()
+    with pytest.raises(ModelMismatchError, match="reindex"):
+        MemoryEngine(settings_for(data_dir, "edge"), embedder=FakeEmbedder())
+    with MemoryEngine(settings_for(data_dir, "edge"), embedder=FakeEmbedder(), allow_model_change=True) as moving:
+        assert moving.reindex() == 1
+    with MemoryEngine(settings_for(data_dir, "edge"), embedder=FakeEmbedder()) as moved:
+        pack = recall_context(moved, ALICE, "青龙计划", max_items=3)
+        assert pack["retrieval_plan"]["candidates"]["bm25"] == 1 and pack["items"]
