@@ -38,32 +38,50 @@ class Collapsed:
         return {"id": self.id, "into": self.into, "reason": self.reason}
 
 
-def _unit(vector: np.ndarray) -> np.ndarray:
-    return vector / max(float(np.linalg.norm(vector)), 1e-12)
-
-
-def _restates(kept: Memory, candidate: Memory, kept_text: str, text: str, cosine: float | None) -> str | None:
-    """Why `candidate` says nothing `kept` does not, if it does not."""
-    if text in kept_text:
-        return "contained"
-    if cosine is not None and cosine >= NEAR_DUPLICATE_COSINE:
-        return "near-duplicate"
-    if candidate.id in kept.derived_from and carries(kept.content, candidate.content):
-        return "derived"
-    if kept.id in candidate.derived_from and carries(candidate.content, kept.content):
-        return "derived"
-    return None
-
-
 @dataclass
 class _Kept:
     position: int
     memory: Memory
     text: str
-    unit: np.ndarray | None
 
-    def cosine(self, unit: np.ndarray | None) -> float | None:
-        return float(unit @ self.unit) if unit is not None and self.unit is not None else None
+
+def _restated_by(kept: Sequence[_Kept], memory: Memory, text: str, cosines: np.ndarray,
+                 lineage: bool) -> tuple[int, str] | None:
+    """The first kept memory (its slot) that `memory` restates, and why; None if it says something new.
+
+    The tests run over all kept memories at once where they can (one substring search over their
+    joined texts, one vector comparison): a pack walk compares each candidate with up to 50 kept ones.
+    """
+    found: list[tuple[int, str]] = []
+    if text in "\x00".join(k.text for k in kept):
+        found.append((next(i for i, k in enumerate(kept) if text in k.text), "contained"))
+    close = np.flatnonzero(cosines >= NEAR_DUPLICATE_COSINE)
+    if close.size:
+        found.append((int(close[0]), "near-duplicate"))
+    related = {memory.id, *memory.derived_from}
+    for slot, other in enumerate(kept if lineage else ()):
+        if not related.intersection(other.memory.derived_from) and other.memory.id not in related:
+            continue
+        if (memory.id in other.memory.derived_from and carries(other.memory.content, memory.content)) or (
+                other.memory.id in memory.derived_from and carries(memory.content, other.memory.content)):
+            found.append((slot, "derived"))
+            break
+    return min(found) if found else None
+
+
+def _similarities(ranked: Sequence[Memory], vectors: Mapping[str, np.ndarray]) -> np.ndarray:
+    """Cosine of every two ranked memories in one product; -1 where a vector is missing."""
+    present = [i for i, m in enumerate(ranked) if m.id in vectors]
+    if not present:
+        return np.full((len(ranked), len(ranked)), -1.0, dtype=np.float32)
+    unit = np.zeros((len(ranked), len(vectors[ranked[present[0]].id])), dtype=np.float32)
+    unit[present] = np.stack([vectors[ranked[i].id] for i in present])
+    unit /= np.maximum(np.linalg.norm(unit, axis=1, keepdims=True), 1e-12)
+    similarity = unit @ unit.T
+    missing = sorted(set(range(len(ranked))) - set(present))
+    similarity[missing, :] = -1.0
+    similarity[:, missing] = -1.0
+    return similarity
 
 
 def collapse_restatements(
@@ -71,21 +89,22 @@ def collapse_restatements(
 ) -> tuple[list[int], list[Collapsed]]:
     """Positions of `ranked` to keep (at most `keep`, in pack order), and what collapsed into what.
 
-    A candidate that restates a kept memory collapses into it. A candidate that holds all of a kept
-    memory's words and more takes that memory's place instead (nothing is lost, nothing said twice),
-    and any other kept memory it holds collapses into it too.
+    A candidate that restates a kept memory collapses into the first such one. A candidate that holds
+    all of a kept memory's words and more takes that memory's place instead (nothing is lost,
+    nothing said twice), and any other kept memory it holds collapses into it too.
     """
+    similarity = _similarities(ranked, vectors)
+    lineage = any(m.derived_from for m in ranked)  # reflect's memories among the candidates
     kept: list[_Kept] = []
     collapsed: list[Collapsed] = []
     for position, memory in enumerate(ranked):
         if len(kept) == keep:
             break
-        vector = vectors.get(memory.id)
-        candidate = _Kept(position, memory, normalise(memory.content), _unit(vector) if vector is not None else None)
-        reason = next(((k, r) for k in kept
-                       if (r := _restates(k.memory, memory, k.text, candidate.text, k.cosine(candidate.unit)))), None)
-        if reason is not None:
-            collapsed.append(Collapsed(memory.id, reason[0].memory.id, reason[1]))
+        candidate = _Kept(position, memory, normalise(memory.content))
+        restated = _restated_by(kept, memory, candidate.text, similarity[[k.position for k in kept], position],
+                                lineage)
+        if restated is not None:
+            collapsed.append(Collapsed(memory.id, kept[restated[0]].memory.id, restated[1]))
             continue
         held = [k for k in kept if k.text in candidate.text]
         if held:
