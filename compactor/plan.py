@@ -201,7 +201,8 @@ class _Builder:
                 if not any(members[r].id in new for r in live):
                     continue
                 self.candidates["clusters"] += 1
-                consolidated.update(self.consolidate_cluster([members[r] for r in live], matrix[live], new))
+                anchors = [members[r] for r in rows if members[r].id not in active]
+                consolidated.update(self.consolidate_cluster([members[r] for r in live], matrix[live], new, anchors))
         if self.wants("promote"):
             for memory in sorted(episodes, key=_chronological):
                 if memory.id in active and memory.id not in self.promoted and self.read_often(memory):
@@ -213,14 +214,19 @@ class _Builder:
     def is_new(self, memory: Memory) -> bool:
         return memory.occurred_at >= self.since and not {SUMMARIZED_KEY, PROMOTED_KEY, USED_KEY} & memory.metadata.keys()
 
-    def consolidate_cluster(self, cluster: list[Memory], matrix: np.ndarray, new: set[str]) -> set[str]:
-        """Promote the cluster, or summarize its new members; returns the ids it consolidated."""
+    def consolidate_cluster(self, cluster: list[Memory], matrix: np.ndarray, new: set[str],
+                            anchors: Sequence[Memory] = ()) -> set[str]:
+        """Promote the cluster, or summarize its new members; returns the ids it consolidated.
+
+        `anchors` are the cluster's members that are no longer active: a promotion marks them too,
+        so that the whole cluster leaves the next pass's pool.
+        """
         view = _view(cluster, matrix)
         recurring = view.sessions >= self.settings.promote_min_sessions or len(view.days) >= self.settings.promote_min_days
         substantial = float(np.median([len(m.content.split()) for m in cluster])) >= self.settings.promote_min_words
         if self.wants("promote") and recurring and substantial:
             reason = f"{len(cluster)} similar memories recur over {view.sessions} sessions and {len(view.days)} days"
-            self.derive("promote", view, MemoryType.SEMANTIC, "Recurring topic", reason)
+            self.derive("promote", view, MemoryType.SEMANTIC, "Recurring topic", reason, anchors)
             return {m.id for m in cluster}
         rows = [i for i, m in enumerate(cluster) if m.id in new]
         if self.wants("summarize") and len(rows) >= self.settings.min_cluster_size:
@@ -230,7 +236,8 @@ class _Builder:
             return {cluster[i].id for i in rows}
         return set()
 
-    def derive(self, action: str, view: ClusterView, memory_type: MemoryType, kind: str, reason: str) -> None:
+    def derive(self, action: str, view: ClusterView, memory_type: MemoryType, kind: str, reason: str,
+               anchors: Sequence[Memory] = ()) -> None:
         members = [self.current(m) for m in view.members]
         content = self.summarizer.summarize(view, heading=heading_for(kind, view))
         made = self.new_memory(action, members, content, memory_type, {
@@ -242,6 +249,8 @@ class _Builder:
         pairs: list[tuple[Memory | None, Memory]] = [(None, made)]
         pairs += [(m, self.bump(m, metadata={SUMMARIZED_KEY: made.id, **m.metadata, **marks, **_carried(made, m)}))
                   for m in members]
+        pairs += [(a, self.bump(a, metadata={**a.metadata, PROMOTED_KEY: made.id}))
+                  for a in (self.current(anchor) for anchor in anchors)]
         self.record(action, reason, pairs, {
             "id": made.id, "type": made.type.value, "path": made.path, "content": made.content,
             "derived_from": list(made.derived_from), "members": len(members), "sessions": view.sessions,

@@ -34,7 +34,9 @@ def read_snapshot(engine: MemoryEngine, options: ReflectOptions, now: datetime, 
     since, until = format_time(min(options.since, options.until - lookback)), format_time(options.until)
     with store.engine.connect() as connection, connection.begin():
         episodes = store.window_episodes(any_status, since, until, options.limit, connection) if consolidating else []
-        left_out = store.count_window(any_status, since, until, connection) - len(episodes) if consolidating else 0
+        window_since = format_time(options.since)
+        in_window = sum(1 for memory, _ in episodes if memory.occurred_at >= window_since)
+        left_out = store.count_window(any_status, window_since, until, connection) - in_window if consolidating else 0
         overdue = store.overdue(options.filters, format_time(now), options.limit, connection) if "expire" in wanted else []
         stalest = store.stalest(options.filters, options.limit, connection) if wanted & {"decay", "archive"} else []
     return Snapshot(

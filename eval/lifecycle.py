@@ -117,11 +117,11 @@ def _replay(dataset: Dataset, sessions: Sequence[_Session], reflected: bool, cac
         config = RetrievalSettings(data_dir=Path(tmp), embedding_cache_path=cache_path.resolve())
         with MemoryEngine(config, clock=clock) as engine:
             for session in tqdm(sessions, desc=f"replay {arm.name}", unit="session", file=sys.stderr, disable=None):
-                clock.moment = session.when
+                clock.moment = max(clock.moment, session.when)  # a pass of the session before may run later
                 owner = Principal.local(session.group)
                 import_records(engine, owner, [_line(doc) for doc in session.docs])
                 if reflected:
-                    clock.moment = session.when + REFLECT_AFTER
+                    clock.moment = max(clock.moment, session.when + REFLECT_AFTER)
                     report = reflect(engine, owner, ReflectRequest(), settings)
                     arm.totals.update(report["counts"])
             clock.moment = sessions[-1].when + timedelta(days=1)

@@ -303,13 +303,15 @@ def forget_memory(engine: MemoryEngine, principal: Principal, memory_id: str,
 
 
 def forget_owner(engine: MemoryEngine, principal: Principal, owner_id: str) -> Forgotten:
-    """Forget every memory an owner wrote (personal and team), by an admin."""
+    """Forget every memory an owner wrote, by an admin: personal ones, and team ones in the admin's own
+    teams (retrieval.policy: admin reaches other owners, never other teams; the operator, every team)."""
     require(principal, "memory:admin")
     owner_id = check_field(owner_id, "owner_id", allow_empty=False)
     with engine.write_lock:
         with engine.store.engine.connect() as connection:
             ids = engine.store.owner_ids(owner_id, connection)
-        memories = list(engine.store.get_many(ids).values())
+        memories = [m for m in engine.store.get_many(ids).values()
+                    if m.team_id is None or principal.operator or m.team_id in principal.team_ids]
         return _forget(engine, principal, memories, f"every memory of owner {owner_id} forgotten by an admin")
 
 

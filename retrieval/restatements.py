@@ -53,8 +53,10 @@ def _restated_by(kept: Sequence[_Kept], memory: Memory, text: str, cosines: np.n
     joined texts, one vector comparison): a pack walk compares each candidate with up to 50 kept ones.
     """
     found: list[tuple[int, str]] = []
-    if text in "\x00".join(k.text for k in kept):
-        found.append((next(i for i, k in enumerate(kept) if text in k.text), "contained"))
+    if text in "\x00".join(k.text for k in kept):  # one search; a hit across two joined texts is none
+        slot = next((i for i, k in enumerate(kept) if text in k.text), None)
+        if slot is not None:
+            found.append((slot, "contained"))
     close = np.flatnonzero(cosines >= NEAR_DUPLICATE_COSINE)
     if close.size:
         found.append((int(close[0]), "near-duplicate"))

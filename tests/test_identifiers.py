@@ -115,3 +115,11 @@ def test_a_store_of_the_english_tokenizer_moves_through_reindex(make_engine) -> 
     with MemoryEngine(settings_for(data_dir, "edge"), embedder=FakeEmbedder()) as moved:
         pack = recall_context(moved, ALICE, "青龙计划", max_items=3)
         assert pack["retrieval_plan"]["candidates"]["bm25"] == 1 and pack["items"]
+
+
+def test_a_long_run_of_letters_costs_linear_time() -> None:
+    """Review finding: unanchored, the identifier pattern retried inside every run of letters (16,000
+    letters took 7.7 s); a remember of 64 KiB could hold a core for minutes."""
+    from .test_paths import finishes
+
+    assert finishes(lambda: identifier_terms("a" * 65536 + " PAY-2291"), 30.0) == ["xpayh2291", "n2291"]

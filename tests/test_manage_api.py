@@ -166,3 +166,14 @@ def test_batch_writes_all_or_nothing_and_is_idempotent(app):
                            json={"memories": items * 200}).status_code == 422
     trail = app.client.get(f"/api/v1/memories/{listed[0]['id']}/history", headers=alice).json()["audit"]
     assert [r["action"] for r in trail] == ["create"]
+
+
+def test_forgetting_an_owner_stays_out_of_other_teams(app):
+    """Review finding: an admin with no team membership could erase a team's memories by their writer."""
+    erin = app.key("erin", team_ids=("team-q",))
+    personal = _remember(app, erin, "erin personal fact")
+    in_team = app.client.post("/api/v1/remember", headers=erin,
+                              json={"content": "erin team fact", "path": "notes", "team_id": "team-q"}).json()["id"]
+    done = app.client.delete("/api/v1/owners/erin/memories", headers=app.key("root2", scopes=ADMIN)).json()
+    assert done["forgotten"] == [personal]
+    assert _engine(app).store.get(in_team) is not None

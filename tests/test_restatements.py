@@ -90,3 +90,11 @@ def test_recall_context_packs_a_promotion_or_its_evidence_not_both(make_engine, 
     assert contents.count(note) == 1
     assert len(pack["retrieval_plan"]["collapsed"]) == 1
     assert pack["retrieval_plan"]["collapsed"][0]["into"] == pack["items"][0]["id"]
+
+
+def test_a_text_across_two_kept_ones_is_no_restatement() -> None:
+    """Review finding: a NUL in a memory matched across the joined kept texts and crashed recall."""
+    ranked = [memory("1", "ab"), memory("2", "cd"), memory("3", "b\x00cd")]
+    kept, collapsed = collapse_restatements(ranked, {}, 10)
+    assert kept == [0, 2]  # it holds "cd" whole, so it takes that one's place; "ab" is not held
+    assert [(c.id, c.into, c.reason) for c in collapsed] == [("2", "3", "contained")]
