@@ -103,7 +103,7 @@ def evaluate(
             if dataset.kind == "locomo":
                 report["strategies"] = {s: _score(rankings[s], dataset, ks, {1, 2, 3, 4}) for s in strategies}
                 report["category_5"] = {s: _score(rankings[s], dataset, ks, {5}) for s in strategies}
-                report["pack"] = _pack_coverage(engine, dataset, back)
+                report["pack"] = _pack_at_floor(engine, dataset, back, None)
             else:
                 report["strategies"] = {s: _score(rankings[s], dataset, ks, None) for s in strategies}
             if pack_floors:
@@ -118,31 +118,16 @@ def evaluate(
     return report
 
 
-def _pack_coverage(engine: MemoryEngine, dataset: Dataset, back: dict[str, str]) -> dict[str, float]:
-    """How often the recall_context pack (max_tokens 1500, max_items 50) holds all of a question's evidence."""
-    queries = [q for q in dataset.queries if q.relevant and q.category in {1, 2, 3, 4}]
-    complete = 0
-    tokens = 0
-    for query in tqdm(queries, desc="pack", unit="q", file=sys.stderr, disable=None):
-        pack = recall_context(engine, Principal(owner_id=query.group), query.text, max_items=50,
-                              max_tokens=PACK_MAX_TOKENS)
-        packed = {back[item["id"]] for item in pack["items"]}
-        complete += set(query.relevant) <= packed
-        tokens += pack["budget"]["used_tokens"]
-    return {
-        "max_tokens": PACK_MAX_TOKENS,
-        "all_evidence_in_pack": round(complete / len(queries), 4),
-        "mean_used_tokens": round(tokens / len(queries), 1),
-    }
-
-
-def _pack_at_floor(engine: MemoryEngine, dataset: Dataset, back: dict[str, str], floor: float) -> dict[str, float]:
-    """Packs (1500 tokens, 50 items) under a relevance floor: evidence covered against tokens spent."""
+def _pack_at_floor(engine: MemoryEngine, dataset: Dataset, back: dict[str, str], floor: float | None) -> dict[str, Any]:
+    """How often the recall_context pack (max_tokens 1500, max_items 50, so the token budget binds)
+    holds all of a question's evidence, against the tokens it spends; under a relevance floor, or the
+    production one (None). LoCoMo counts categories 1-4."""
     categories = {1, 2, 3, 4} if dataset.kind == "locomo" else None
     queries = [q for q in dataset.queries if q.relevant and (categories is None or q.category in categories)]
     complete = tokens = items = 0
     found = 0.0
-    for query in tqdm(queries, desc=f"floor {floor}", unit="q", file=sys.stderr, disable=None):
+    for query in tqdm(queries, desc="pack" if floor is None else f"floor {floor}", unit="q", file=sys.stderr,
+                      disable=None):
         pack = recall_context(engine, Principal(owner_id=query.group), query.text, max_items=50,
                               max_tokens=PACK_MAX_TOKENS, relevance_floor=floor)
         packed = {back[item["id"]] for item in pack["items"]}
@@ -151,6 +136,6 @@ def _pack_at_floor(engine: MemoryEngine, dataset: Dataset, back: dict[str, str],
         tokens += pack["budget"]["used_tokens"]
         items += len(pack["items"])
     count = len(queries)
-    return {"floor": floor, "all_evidence_in_pack": round(complete / count, 4),
+    return {"max_tokens": PACK_MAX_TOKENS, "floor": floor, "all_evidence_in_pack": round(complete / count, 4),
             "evidence_recall": round(found / count, 4), "mean_used_tokens": round(tokens / count, 1),
             "mean_items": round(items / count, 2)}

@@ -12,7 +12,7 @@ import numpy as np
 from .backup import content_id, line_owner
 from .embedding import memory_digest, text_sha256
 from .engine import SESSION_CONTEXT_TURNS, MemoryEngine, embedding_text, session_context
-from .errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
+from .errors import ConflictError, NotFoundError, ValidationError
 from .index import IndexFilter
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters, format_time
 from .policy import WRITE, member_team, require
@@ -79,17 +79,12 @@ class WriteResult:
         }
 
 
-def check_team(principal: Principal, team_id: str | None) -> str | None:
-    """An explicit team must be one of the principal's teams (retrieval.policy), else 403."""
-    return member_team(principal, team_id, "write to")
-
-
 def _new_memory(principal: Principal, request: RememberRequest, now: str, memory_type: MemoryType) -> Memory:
     content = check_content(request.content)
     return Memory(
         id=str(uuid.uuid4()),
         owner_id=principal.owner_id,
-        team_id=check_team(principal, request.team_id),
+        team_id=member_team(principal, request.team_id, "write to"),
         bucket=check_field(request.bucket or "personal", "bucket", allow_empty=False),
         scope=check_field(request.scope or "", "scope"),
         path=check_path(request.path),

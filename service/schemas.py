@@ -12,6 +12,7 @@ from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Fiel
 __all__ = [
     "ERROR_RESPONSES",
     "ErrorBody",
+    "NewMemoryFields",
     "EventBody",
     "Label",
     "MemoryTypeName",
@@ -119,7 +120,9 @@ class ProjectContextBody(_Strict):
     durable_query: Annotated[str, StringConstraints(max_length=8192)] | None = None
 
 
-class RememberBody(_Strict):
+class NewMemoryFields(_Strict):
+    """The fields of a new memory, shared by remember and the management API's batch items."""
+
     content: Content
     path: NonBlankLabel
     memory_type: MemoryTypeName | None = "auto"
@@ -131,9 +134,12 @@ class RememberBody(_Strict):
     confidence: float = Field(default=0.5, ge=0.0, le=1.0, strict=True)
     expires_at: Timestamp | None = None
     occurred_at: Timestamp | None = Field(default=None, description="when it happened (default: now)")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class RememberBody(NewMemoryFields):
     semantic_key: NonBlankLabel | None = None
     dedupe: StrictBool = False
-    metadata: dict[str, Any] = Field(default_factory=dict)
 
 
 class StateBody(_Strict):

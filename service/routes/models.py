@@ -12,7 +12,7 @@ from retrieval import Memory, WriteResult
 from retrieval.audit_log import AuditRecord
 from retrieval.manage import BATCH_LIMIT, History, Version
 
-from ..schemas import Content, Label, MemoryTypeName, NonBlankLabel, Timestamp
+from ..schemas import Content, Label, NewMemoryFields, NonBlankLabel, Timestamp
 
 __all__ = [
     "BatchBody", "BatchOut", "EditBody", "ForgetOut", "HistoryOut", "LinkOut", "MemoryOut",
@@ -146,20 +146,8 @@ class ForgetOut(BaseModel):
     audit_record_ids: list[str] = Field(description="the tombstones left in the audit log, without content")
 
 
-class BatchItem(_Strict):
-    content: Content
-    path: NonBlankLabel
-    memory_type: MemoryTypeName | None = "auto"
-    bucket: NonBlankLabel = "personal"
-    scope: Label = ""
-    team_id: Label | None = None
-    source: Label = ""
-    importance: float = Field(default=0.5, ge=0.0, le=1.0, strict=True)
-    confidence: float = Field(default=0.5, ge=0.0, le=1.0, strict=True)
-    expires_at: Timestamp | None = None
-    occurred_at: Timestamp | None = None
+class BatchItem(NewMemoryFields):
     session_id: NonBlankLabel | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
 
     def line(self) -> dict[str, Any]:
         line = self.model_dump()
