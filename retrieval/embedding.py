@@ -20,6 +20,7 @@ import numpy as np
 from .errors import StoreError
 from .permissions import private_file
 from .records import Memory
+from .settings import RetrievalSettings
 
 __all__ = [
     "CachedEmbedder",
@@ -27,6 +28,7 @@ __all__ = [
     "Embedder",
     "SentenceTransformerEmbedder",
     "memory_digest",
+    "open_embedder",
     "tenant_digest",
     "tenant_of",
     "text_sha256",
@@ -189,6 +191,11 @@ class SentenceTransformerEmbedder:
             show_progress_bar=False,
         )
         return np.asarray(vectors, dtype=np.float32)
+
+
+def open_embedder(settings: RetrievalSettings) -> Embedder:
+    """The configured model on the configured backend (`XMEMO_EMBEDDING_BACKEND`)."""
+    return SentenceTransformerEmbedder(settings.embedding_model, settings.embedding_batch_size)
 
 
 @functools.lru_cache(maxsize=2)

@@ -20,7 +20,7 @@ from typing import IO
 
 from .access import AccessTracker
 from .permissions import secure_data_dir
-from .embedding import CachedEmbedder, Embedder, EmbeddingCache, SentenceTransformerEmbedder, memory_digest
+from .embedding import CachedEmbedder, Embedder, EmbeddingCache, memory_digest, open_embedder
 from .errors import IndexUnavailableError, ModelMismatchError, StorageFullError, StoreError
 from .faults import map_sql_faults
 from .freespace import FreeSpace
@@ -29,6 +29,7 @@ from .records import Memory, utc_now
 from .settings import RetrievalSettings
 from .sparse import SparseEncoder
 from .store import MemoryStore
+from .timing import Phases
 from .tokens import TokenCounter, token_counter
 
 __all__ = ["MemoryEngine", "SESSION_CONTEXT_TURNS", "bm25_text", "embedding_text", "session_context"]
@@ -76,20 +77,25 @@ class MemoryEngine:
         self.settings = settings
         self.clock = clock
         self._closed = False
+        self.phases = Phases()
         secure_data_dir(settings.data_dir)
         self._lock_file = _lock_data_dir(settings.data_dir)
         self.space = FreeSpace(settings.data_dir, settings.disk_reserve_bytes)
-        self.store = MemoryStore.open(settings.sql_path, self.space, settings.sqlite_busy_timeout_ms)
-        inner = embedder or SentenceTransformerEmbedder(settings.embedding_model, settings.embedding_batch_size)
+        with self.phases("open the system of record"):
+            self.store = MemoryStore.open(settings.sql_path, self.space, settings.sqlite_busy_timeout_ms)
+        inner = embedder or open_embedder(settings)
         self.embedder = CachedEmbedder(inner, EmbeddingCache(settings.cache_path))
         self.sparse = SparseEncoder()
-        self.tokens: TokenCounter = token_counter()
+        with self.phases("load the tokenizer"):
+            self.tokens: TokenCounter = token_counter()
         self.write_lock = threading.RLock()
         self.access = AccessTracker(self.store, clock)
-        self.index: VectorIndex = self._open_index(allow_model_change)
+        with self.phases("open the index"):
+            self.index: VectorIndex = self._open_index(allow_model_change)
         if not allow_model_change:
             try:
-                self.repair()
+                with self.phases("check the index against the record"):
+                    self.repair()
             except StorageFullError as error:  # reads still work; the next start or write catches up
                 log.warning("index repair postponed: %s", error.message)
 
@@ -137,9 +143,11 @@ class MemoryEngine:
         The first recall after a start took 14 s (model load, query graph tracing, index pages)
         while /readyz already said ready; the service calls this before it reports ready."""
         query = "warm up the model and the index"
-        dense = self.embedder.inner.embed_query(query)  # the inner model: no cache entry for this text
-        self.embedder.inner.embed([query])
-        self.index.search(dense, self.sparse.query(query), IndexFilter(visibility=("owner:",)), 1, 1)
+        with self.phases("load the model"):
+            dense = self.embedder.inner.embed_query(query)  # the inner model: no cache entry for this text
+            self.embedder.inner.embed([query])
+        with self.phases("first search"):
+            self.index.search(dense, self.sparse.query(query), IndexFilter(visibility=("owner:",)), 1, 1)
 
     def close(self) -> None:
         if self._closed:

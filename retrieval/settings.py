@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -27,6 +28,9 @@ class RetrievalSettings(BaseSettings):
     qdrant_api_key: str | None = Field(default=None, validation_alias="QDRANT_API_KEY")
     qdrant_collection: str = "xmemo_memories"
     embedding_model: str = Field(default="", description="local sentence-transformers directory")
+    embedding_backend: Literal["torch", "onnx"] = Field(
+        default="torch", description="what runs the model: PyTorch, or ONNX Runtime on a local export of it"
+    )
     embedding_batch_size: int = Field(default=64, ge=1, le=4096)
     embedding_cache_path: Path | None = Field(
         default=None, description="SQLite file of the embedding cache; default inside data_dir"
