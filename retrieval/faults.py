@@ -10,11 +10,11 @@ without wrapping each one; raw sqlite3 and the index clients use the context man
 from __future__ import annotations
 
 import errno
+import functools
 import sqlite3
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 
-from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 from sqlalchemy import Engine, event
 from sqlalchemy import exc as sa
 from sqlalchemy.engine import ExceptionContext
@@ -29,13 +29,6 @@ SQL_FAULTS: FaultTable = (
     (sa.OperationalError, StoreError),  # locked, busy, disk I/O, cannot open, disk full
     (sa.TimeoutError, StoreError),  # connection pool exhausted
     (sqlite3.OperationalError, StoreError),  # raw sqlite3 (the embedding cache)
-)
-SERVER_FAULTS: FaultTable = (
-    (ResponseHandlingException, IndexUnavailableError),
-    (UnexpectedResponse, IndexUnavailableError),
-    (ConnectionError, IndexUnavailableError),
-    (OSError, IndexUnavailableError),
-    (RuntimeError, IndexUnavailableError),  # local mode: "QdrantLocal instance is closed"
 )
 # The Qdrant Edge binding raises plain `Exception` for every storage fault ("vector 3 is not
 # readable", "shard closed"), and pyo3's PanicException, a BaseException, when its Rust code panics
@@ -90,7 +83,21 @@ def map_edge_faults(what: str = "the Qdrant Edge index failed") -> AbstractConte
 
 def map_server_faults(what: str = "the Qdrant request failed") -> AbstractContextManager[None]:
     """Run qdrant-client calls with their faults raised as IndexUnavailableError."""
-    return _mapped(SERVER_FAULTS, what)
+    return _mapped(_server_faults(), what)
+
+
+@functools.cache
+def _server_faults() -> FaultTable:
+    """Built on first use: importing qdrant-client takes 1-2 s, and only the server backend needs it."""
+    from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+    return (
+        (ResponseHandlingException, IndexUnavailableError),
+        (UnexpectedResponse, IndexUnavailableError),
+        (ConnectionError, IndexUnavailableError),
+        (OSError, IndexUnavailableError),
+        (RuntimeError, IndexUnavailableError),  # local mode: "QdrantLocal instance is closed"
+    )
 
 
 def install_sql_mapping(engine: Engine, what: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Literal
 
@@ -28,8 +29,13 @@ class RetrievalSettings(BaseSettings):
     qdrant_api_key: str | None = Field(default=None, validation_alias="QDRANT_API_KEY")
     qdrant_collection: str = "xmemo_memories"
     embedding_model: str = Field(default="", description="local sentence-transformers directory")
-    embedding_backend: Literal["torch", "onnx"] = Field(
-        default="torch", description="what runs the model: PyTorch, or ONNX Runtime on a local export of it"
+    embedding_backend: Literal["auto", "torch", "onnx", "onnx-int8"] = Field(
+        default="auto",
+        description="what runs the model: ONNX Runtime on a local export of it, or PyTorch; auto is ONNX for "
+        "a new store and the store's own backend for an existing one",
+    )
+    model_cache_dir: Path | None = Field(
+        default=None, description="where ONNX exports of models are kept; default ~/.cache/xmemo/models"
     )
     embedding_batch_size: int = Field(default=64, ge=1, le=4096)
     embedding_cache_path: Path | None = Field(
@@ -64,6 +70,13 @@ class RetrievalSettings(BaseSettings):
     @property
     def edge_path(self) -> Path:
         return self.data_dir / "index"
+
+    @property
+    def models_path(self) -> Path:
+        if self.model_cache_dir is not None:
+            return self.model_cache_dir
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        return base / "xmemo" / "models"
 
     @property
     def cache_path(self) -> Path:

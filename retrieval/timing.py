@@ -7,7 +7,7 @@ import logging
 import time
 from collections.abc import Iterator
 
-__all__ = ["Phases"]
+__all__ = ["Phases", "timed"]
 
 log = logging.getLogger("xmemo.timing")
 
@@ -27,3 +27,6 @@ class Phases:
             elapsed = time.perf_counter() - start
             self.seconds[name] = self.seconds.get(name, 0.0) + elapsed
             log.info("%s: %.0f ms", name, elapsed * 1000)
+
+
+timed = Phases()  # for phases outside an engine (loading a model); keeps the process's totals

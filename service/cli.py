@@ -346,18 +346,29 @@ def reindex_command(ctx: click.Context) -> None:
 @click.option("--queries", type=click.IntRange(1, 100_000), default=200, show_default=True)
 @click.option("--backend", "backends", default="edge,server", show_default=True,
               help="Comma list of edge (Qdrant Edge) and server (qdrant-client; local mode unless --qdrant-url).")
+@click.option("--encoder", "encoders", default="auto", show_default=True,
+              help="Comma list of auto, onnx, onnx-int8 and torch; with torch among them, ratios against it.")
+@click.option("--synthetic-vectors", is_flag=True,
+              help="Synthesise document vectors from a cached sample of real embeddings (queries stay real): "
+                   "for sizes this machine cannot encode in a run.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def bench_command(ctx: click.Context, memories: int, queries: int, backends: str, as_json: bool) -> None:
-    """Measure ingest throughput and recall_context latency and memory, per backend, in one run."""
+def bench_command(ctx: click.Context, memories: int, queries: int, backends: str, encoders: str,
+                  synthetic_vectors: bool, as_json: bool) -> None:
+    """Measure ingest throughput, recall_context latency, memory and disk, per backend and encoder, in one run."""
     from eval.bench import run_bench
 
     names = [b.strip() for b in backends.split(",") if b.strip()]
     unknown = set(names) - {"edge", "server"}
     if unknown or not names:
         raise ValidationError(f"unknown backend(s): {', '.join(sorted(unknown)) or '(none)'}")
+    chosen = [e.strip() for e in encoders.split(",") if e.strip()]
+    unknown = set(chosen) - {"auto", "onnx", "onnx-int8", "torch"}
+    if unknown or not chosen:
+        raise ValidationError(f"unknown encoder(s): {', '.join(sorted(unknown)) or '(none)'}")
     report = run_bench(memories=memories, queries=queries, backends=names,
-                       qdrant_url=ctx.find_root().params.get("qdrant_url"))
+                       qdrant_url=ctx.find_root().params.get("qdrant_url"), encoders=chosen,
+                       sampled=synthetic_vectors)
     if as_json:
         _emit(report)
     else:

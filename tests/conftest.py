@@ -15,7 +15,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from retrieval import MemoryEngine, RetrievalSettings  # noqa: E402
-from retrieval.embedding import SentenceTransformerEmbedder  # noqa: E402
+from retrieval.embedding import Embedder, open_embedder  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BACKENDS = ["edge", "server"]
@@ -41,9 +41,9 @@ class FakeEmbedder:
 
 
 @pytest.fixture(scope="session")
-def real_embedder() -> SentenceTransformerEmbedder:
-    """The packaged all-MiniLM-L6-v2, loaded once for the whole session."""
-    embedder = SentenceTransformerEmbedder(RetrievalSettings().embedding_model)
+def real_embedder() -> Embedder:
+    """The packaged all-MiniLM-L6-v2 on the default backend of a new store, loaded once per session."""
+    embedder = open_embedder(RetrievalSettings())
     embedder.embed(["warm up"])
     return embedder
 

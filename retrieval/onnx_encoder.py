@@ -1,0 +1,234 @@
+"""The model on ONNX Runtime: exported once from its local directory, then run without torch.
+
+Loading sentence-transformers means importing torch and transformers, which took 10-15 s of every
+CLI command that embeds and of every server start on this 2-core machine; one query took 17.5 ms on
+torch against 3.2 ms on ONNX Runtime. The export (transformer + mean pooling + L2 norm, the module
+`embedding.mean_pooled` builds) needs torch once; it is checked against `encode` before it is kept,
+and kept under `model_cache_dir`, keyed by the model directory's files. Later processes load the
+`.onnx` file and the model's own `tokenizer.json`, and never import torch.
+
+fp32 gives the model's vectors (cosine to torch >= 0.9999 on the check texts, or the export is
+refused). int8 (dynamic quantisation) is faster and moves the vectors; docs/evaluation.md has what
+it costs in retrieval quality.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+import threading
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .embedding import InferenceBatcher, load_sentence_transformer, mean_pooled, model_label
+from .errors import StoreError
+from .timing import timed
+
+__all__ = ["OnnxEmbedder", "exported_model", "exportable"]
+
+log = logging.getLogger("xmemo.onnx")
+
+# Texts the export is checked on: short and long, ASCII and not, so that padding, truncation and
+# the tokenizer's normalisation are all exercised.
+_CHECK_TEXTS = (
+    "hi",
+    "The deploy of PAY-2291 failed at 03:14 because the payments queue was full.",
+    "Caroline went to the LGBTQ support group on 7 May 2023 and felt accepted there. " * 12,
+    "Der Kunde möchte die Rechnung bis Freitag; 顧客は金曜日までに請求書を希望しています。",
+)
+_MIN_COSINE = 0.9999
+
+
+def exportable(model_path: str) -> bool:
+    """Whether the directory holds a plain transformer + mean pooling (+ normalize) stack: what the
+    export reproduces. Read from the model's JSON files, without loading it."""
+    root = Path(model_path)
+    try:
+        modules = json.loads((root / "modules.json").read_text())
+        kinds = [module["type"].rsplit(".", 1)[-1] for module in modules]
+        if kinds not in (["Transformer", "Pooling"], ["Transformer", "Pooling", "Normalize"]):
+            return False
+        pooling = json.loads((root / modules[1]["path"] / "config.json").read_text())
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return False
+    modes = [key for key, on in pooling.items() if key.startswith("pooling_mode") and on is True]
+    mean = pooling.get("pooling_mode") == "mean" or modes == ["pooling_mode_mean_tokens"]
+    return bool(mean) and (root / "tokenizer.json").is_file()
+
+
+class OnnxEmbedder:
+    """An Embedder running the exported model on ONNX Runtime; concurrent callers share one batch."""
+
+    def __init__(self, model_path: str, cache_dir: Path, batch_size: int = 64, quantized: bool = False) -> None:
+        self.model_path = model_path
+        self.cache_dir = cache_dir
+        self.batch_size = batch_size
+        self.quantized = quantized
+        self._name = f"{'onnx-int8' if quantized else 'onnx'}:{model_label(model_path)}"
+        self._session: Any = None
+        self._tokenizer: Any = None
+        self._lock = threading.Lock()
+        self._batcher = InferenceBatcher(self._infer)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        """The transformer's hidden size (mean pooling keeps it), read without loading the model."""
+        try:
+            return int(json.loads((Path(self.model_path) / "config.json").read_text())["hidden_size"])
+        except (OSError, ValueError, KeyError) as error:
+            raise StoreError(f"cannot read the model's hidden size from {self.model_path}: {error}") from error
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return np.asarray(self._batcher.submit([text], True)[0], dtype=np.float32)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return self._batcher.submit(list(texts), False)
+
+    # -- running -------------------------------------------------------------------------------
+
+    def _load(self) -> tuple[Any, Any]:
+        if self._session is None:
+            with self._lock:
+                if self._session is None:
+                    with timed(f"load {self.name}"):
+                        self._tokenizer = _tokenizer(self.model_path)
+                        self._session = _session(exported_model(self.model_path, self.cache_dir, self.quantized))
+        return self._session, self._tokenizer
+
+    def _infer(self, texts: list[str], _single: bool) -> np.ndarray:
+        """Batches of similar lengths, so that padding costs little; results in the callers' order."""
+        session, tokenizer = self._load()
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(order), self.batch_size):
+            chosen = order[start : start + self.batch_size]
+            out[chosen] = _run(session, tokenizer, [texts[i] for i in chosen])
+        return out
+
+
+def _run(session: Any, tokenizer: Any, texts: list[str]) -> np.ndarray:
+    encodings = tokenizer.encode_batch(texts)  # padded to the longest of these texts
+    ids = np.array([e.ids for e in encodings], dtype=np.int64)
+    mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    return np.asarray(session.run(None, {"input_ids": ids, "attention_mask": mask})[0], dtype=np.float32)
+
+
+def _tokenizer(model_path: str) -> Any:
+    from tokenizers import Tokenizer
+
+    root = Path(model_path)
+    tokenizer = Tokenizer.from_file(str(root / "tokenizer.json"))
+    try:
+        max_length = int(json.loads((root / "sentence_bert_config.json").read_text())["max_seq_length"])
+    except (OSError, ValueError, KeyError):
+        max_length = 256
+    tokenizer.enable_truncation(max_length)
+    tokenizer.enable_padding()
+    return tokenizer
+
+
+def _session(path: Path) -> Any:
+    import onnxruntime
+
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3  # errors only
+    return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+
+# -- export ------------------------------------------------------------------------------------
+
+
+def _fingerprint(model_path: str) -> str:
+    """Names, sizes and times of the model directory's files: a changed model gets a new export."""
+    digest = hashlib.sha256()
+    root = Path(model_path).resolve()
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:16]
+
+
+def exported_model(model_path: str, cache_dir: Path, quantized: bool = False) -> Path:
+    """The `.onnx` file of this model, exported (and checked) on first use; needs torch only then."""
+    if not exportable(model_path):
+        raise StoreError(
+            f"{model_path} is not a transformer + mean pooling model, which the ONNX encoder reproduces; "
+            "set XMEMO_EMBEDDING_BACKEND=torch for it"
+        )
+    folder = cache_dir / f"{model_label(model_path)}-{_fingerprint(model_path)}"
+    target = folder / ("model-int8.onnx" if quantized else "model.onnx")
+    if target.is_file():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    plain = folder / "model.onnx"
+    if not plain.is_file():
+        _export(model_path, plain)
+    if quantized:
+        _quantize(plain, target)
+    return target
+
+
+def _export(model_path: str, target: Path) -> None:
+    """Export with torch, check the result against `encode`, and only then move it into place."""
+    import torch
+
+    log.info("exporting %s to ONNX (once per model): %s", model_path, target)
+    model = load_sentence_transformer(model_path)
+    module = mean_pooled(model)
+    example = model.tokenizer(list(_CHECK_TEXTS[:2]), return_tensors="pt", padding=True)
+    descriptor, scratch = tempfile.mkstemp(suffix=".onnx", dir=target.parent)
+    os.close(descriptor)
+    try:
+        with torch.inference_mode(), warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter warns about traced shape arithmetic
+            torch.onnx.export(
+                module,
+                (example["input_ids"], example["attention_mask"]),
+                scratch,
+                input_names=["input_ids", "attention_mask"],
+                output_names=["embedding"],
+                dynamic_axes={"input_ids": {0: "batch", 1: "tokens"}, "attention_mask": {0: "batch", 1: "tokens"},
+                              "embedding": {0: "batch"}},
+                opset_version=17,
+                dynamo=False,
+            )
+        expected = model.encode(list(_CHECK_TEXTS), normalize_embeddings=True, show_progress_bar=False)
+        tokenizer = _tokenizer(model_path)
+        got = np.concatenate([_run(_session(Path(scratch)), tokenizer, [text]) for text in _CHECK_TEXTS])
+        cosine = float(np.min(np.sum(got * expected, axis=1)))
+        if cosine < _MIN_COSINE:
+            raise StoreError(f"the ONNX export of {model_path} disagrees with the model (cosine {cosine:.6f})")
+        os.replace(scratch, target)
+    finally:
+        Path(scratch).unlink(missing_ok=True)
+
+
+def _quantize(plain: Path, target: Path) -> None:
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    descriptor, scratch = tempfile.mkstemp(suffix=".onnx", dir=target.parent)
+    os.close(descriptor)
+    try:
+        root = logging.getLogger()
+        was_disabled, root.disabled = root.disabled, True  # it logs pre-processing advice at WARNING
+        try:
+            quantize_dynamic(str(plain), scratch, weight_type=QuantType.QInt8)
+        finally:
+            root.disabled = was_disabled
+        os.replace(scratch, target)
+    finally:
+        Path(scratch).unlink(missing_ok=True)

@@ -1,0 +1,126 @@
+"""The two encoders of the packaged model: ONNX Runtime (the default for new stores) and PyTorch.
+
+The ONNX export must give the model's own vectors, a store embedded by one encoder must refuse the
+other until `reindex`, an existing store keeps its encoder under `auto`, and no CLI command imports
+torch once the export exists.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from retrieval import MemoryEngine, ModelMismatchError, RetrievalSettings, StoreError
+from retrieval.embedding import SentenceTransformerEmbedder, open_embedder
+from retrieval.onnx_encoder import OnnxEmbedder, exportable
+
+ROOT = Path(__file__).resolve().parents[1]
+
+TEXTS = [
+    "ok",
+    "The deploy of PAY-2291 failed at 03:14 because the payments queue was full.",
+    "Melanie signed up for a pottery class last weekend and loved shaping the clay. " * 20,  # truncated
+    "用户喜欢在周末徒步，最近去了黄山。",
+    "Remember: the staging database lives at db-staging-3.internal:5432, not the old host.",
+]
+
+
+@pytest.fixture(scope="module")
+def model_path() -> str:
+    return RetrievalSettings().embedding_model
+
+
+@pytest.fixture(scope="module")
+def torch_embedder(model_path: str) -> SentenceTransformerEmbedder:
+    return SentenceTransformerEmbedder(model_path)
+
+
+def test_onnx_gives_the_models_vectors_alone_and_in_padded_batches(model_path, torch_embedder) -> None:  # type: ignore[no-untyped-def]
+    onnx = open_embedder(RetrievalSettings(embedding_backend="onnx"))
+    assert isinstance(onnx, OnnxEmbedder) and onnx.name == "onnx:all-MiniLM-L6-v2"
+    expected = torch_embedder.embed(TEXTS)
+    batch = onnx.embed(TEXTS)  # one padded batch, sorted by length inside
+    singles = np.stack([onnx.embed_query(text) for text in TEXTS])
+    assert batch.shape == (len(TEXTS), onnx.dimension) == expected.shape
+    assert np.min(np.sum(batch * expected, axis=1)) > 0.9999
+    assert np.min(np.sum(singles * expected, axis=1)) > 0.9999
+    assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+
+
+def test_int8_moves_the_vectors_but_keeps_their_neighbourhoods(torch_embedder) -> None:  # type: ignore[no-untyped-def]
+    int8 = open_embedder(RetrievalSettings(embedding_backend="onnx-int8"))
+    assert int8.name == "onnx-int8:all-MiniLM-L6-v2"
+    got, expected = int8.embed(TEXTS), torch_embedder.embed(TEXTS)
+    cosines = np.sum(got * expected, axis=1)
+    assert 0.8 < float(np.min(cosines)) and float(np.max(cosines)) < 0.9999  # close, and not the same vectors
+    # each text is still nearest to its own torch vector
+    assert list(np.argmax(got @ expected.T, axis=1)) == list(range(len(TEXTS)))
+
+
+def test_a_store_refuses_the_other_encoder_until_reindex(tmp_path: Path) -> None:
+    data_dir = tmp_path / "data"
+    with MemoryEngine(RetrievalSettings(data_dir=data_dir)) as engine:  # a new store: auto is ONNX
+        assert engine.store.get_meta("embedding_model") == "onnx:all-MiniLM-L6-v2"
+    with pytest.raises(ModelMismatchError, match="reindex"):
+        MemoryEngine(RetrievalSettings(data_dir=data_dir, embedding_backend="torch"))
+    with MemoryEngine(RetrievalSettings(data_dir=data_dir, embedding_backend="torch"), allow_model_change=True) as engine:
+        engine.reindex()
+    with MemoryEngine(RetrievalSettings(data_dir=data_dir)) as engine:  # auto now keeps the store's torch
+        assert engine.embedder.name == "sentence-transformers:all-MiniLM-L6-v2"
+
+
+def test_auto_takes_torch_for_a_model_the_export_does_not_reproduce(tmp_path: Path, model_path: str) -> None:
+    custom = tmp_path / "model-with-cls-pooling"
+    shutil.copytree(model_path, custom)
+    pooling = custom / "1_Pooling" / "config.json"
+    config = json.loads(pooling.read_text())
+    config.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    pooling.write_text(json.dumps(config))
+    assert exportable(model_path) and not exportable(str(custom))
+    assert isinstance(open_embedder(RetrievalSettings(embedding_model=str(custom))), SentenceTransformerEmbedder)
+    explicit = open_embedder(RetrievalSettings(embedding_model=str(custom), embedding_backend="onnx"))
+    with pytest.raises(StoreError, match="XMEMO_EMBEDDING_BACKEND=torch"):
+        explicit.embed(["anything"])
+
+
+# Every command that a person runs day to day; none may import torch once the export exists.
+_COMMANDS = [
+    ["import", "{notes}"],
+    ["remember", "--owner", "u1", "--path", "/notes", "the build cache lives on /mnt/cache"],
+    ["recall-context", "--owner", "u1", "where is the build cache"],
+    ["search", "--owner", "u1", "build cache"],
+    ["export", "{out}"],
+    ["reflect", "--owner", "u1", "--dry-run"],
+    ["memories", "list", "--owner", "u1"],
+    ["keys", "list"],
+    ["reindex"],
+]
+
+_PROBE = """
+import sys
+from service.cli import cli
+try:
+    cli.main(args=sys.argv[1:], standalone_mode=False)
+finally:
+    print("TORCH_LOADED=" + str(any(name == "torch" or name.startswith("sentence_transformers") for name in sys.modules)))
+"""
+
+
+def test_no_command_imports_torch(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    real_embedder.embed(["make sure the export exists before the commands run"])
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text("".join(json.dumps({"owner_id": "u1", "path": "/n", "content": f"note {i} on caching"}) + "\n"
+                             for i in range(20)))
+    data_dir = tmp_path / "data"
+    for command in _COMMANDS:
+        args = [part.format(notes=notes, out=tmp_path / "out.jsonl") for part in command]
+        done = subprocess.run([sys.executable, "-c", _PROBE, "--data-dir", str(data_dir), *args],
+                              capture_output=True, text=True, cwd=ROOT, timeout=300)
+        assert done.returncode == 0, (command, done.stderr[-2000:])
+        assert "TORCH_LOADED=False" in done.stdout, command
