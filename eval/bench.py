@@ -138,13 +138,17 @@ def _worker(backend: str, encoder: str, memories: int, queries: int, qdrant_url:
                 "XMEMO_EVAL_CACHE", ".cache/xmemo/eval-embeddings.sqlite"))))
         engine = MemoryEngine(settings, embedder=embedder)
         principal = Principal.local("bench")
+        done = [0]
+
+        def report_progress(count: int) -> None:
+            done[0] += count
+            if done[0] % 100_000 < count:
+                print(f"bench: {done[0]} memories in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+        lines = (line for offset in range(0, memories, CHUNK)  # a chunk at a time: 1M lines would hold GBs
+                 for line in synthetic_memories(min(CHUNK, memories - offset), start=offset))
         started = time.perf_counter()
-        for offset in range(0, memories, CHUNK):  # generated a chunk at a time: 1M lines would hold GBs
-            lines = synthetic_memories(min(CHUNK, memories - offset), start=offset)
-            import_records(engine, principal, lines, batch_size=256)
-            if offset and offset % 100_000 == 0:
-                print(f"bench: {offset} memories in {time.perf_counter() - started:.0f} s", file=sys.stderr)
-        engine.index.flush()
+        import_records(engine, principal, lines, batch_size=256, progress=report_progress)  # one optimize, at the end
         ingest_seconds = time.perf_counter() - started
 
         texts = synthetic_queries(queries)

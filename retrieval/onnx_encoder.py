@@ -14,6 +14,7 @@ it costs in retrieval quality.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -81,7 +82,7 @@ class OnnxEmbedder:
     def name(self) -> str:
         return self._name
 
-    @property
+    @functools.cached_property
     def dimension(self) -> int:
         """The transformer's hidden size (mean pooling keeps it), read without loading the model."""
         try:
