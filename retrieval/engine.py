@@ -147,6 +147,8 @@ class MemoryEngine:
             self.embedder.inner.embed([query])
         with self.phases("first search"):
             self.index.search(dense, self.sparse.query(query), IndexFilter(visibility=("owner:",)), 1, 1)
+        with self.phases("load the token counter"):
+            self.tokens.count(query)
 
     def close(self) -> None:
         if self._closed:
