@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import queue
 import sqlite3
@@ -28,6 +29,7 @@ __all__ = [
     "EmbeddingCache",
     "Embedder",
     "SentenceTransformerEmbedder",
+    "declared_dimension",
     "memory_digest",
     "model_label",
     "InferenceBatcher",
@@ -44,6 +46,25 @@ def model_label(model_path: str) -> str:
     """How a model directory is named in stores and caches (the packaged model has a bare `model` dir)."""
     name = Path(model_path).name
     return "all-MiniLM-L6-v2" if name == "model" else name
+
+
+def declared_dimension(model_path: str) -> int | None:
+    """The vector size a sentence-transformers directory declares (its pooling's input size, or the
+    output size of a Dense module after it), read from its JSON files; None when they do not say."""
+    root = Path(model_path)
+    try:
+        dimension = None
+        for module in json.loads((root / "modules.json").read_text()):
+            kind = module["type"].rsplit(".", 1)[-1]
+            if kind == "Pooling":
+                dimension = int(json.loads((root / module["path"] / "config.json").read_text())["word_embedding_dimension"])
+            elif kind == "Dense":
+                dimension = int(json.loads((root / module["path"] / "config.json").read_text())["out_features"])
+            elif kind not in ("Transformer", "Normalize"):
+                return None  # a module whose output size is not declared
+        return dimension
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def text_sha256(text: str) -> str:
@@ -159,6 +180,9 @@ class SentenceTransformerEmbedder:
 
     @property
     def dimension(self) -> int:
+        declared = declared_dimension(self.model_path)
+        if declared is not None:  # reindexing from the cache then never loads torch
+            return declared
         model = self._load()
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(getter())

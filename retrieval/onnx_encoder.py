@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from .embedding import InferenceBatcher, load_sentence_transformer, mean_pooled, model_label
+from .embedding import InferenceBatcher, declared_dimension, load_sentence_transformer, mean_pooled, model_label
 from .errors import StoreError
 from .timing import timed
 
@@ -84,11 +84,11 @@ class OnnxEmbedder:
 
     @functools.cached_property
     def dimension(self) -> int:
-        """The transformer's hidden size (mean pooling keeps it), read without loading the model."""
-        try:
-            return int(json.loads((Path(self.model_path) / "config.json").read_text())["hidden_size"])
-        except (OSError, ValueError, KeyError) as error:
-            raise StoreError(f"cannot read the model's hidden size from {self.model_path}: {error}") from error
+        """What the model directory declares (an exportable model always declares it)."""
+        dimension = declared_dimension(self.model_path)
+        if dimension is None:
+            raise StoreError(f"{self.model_path} does not declare its vector size; set XMEMO_EMBEDDING_BACKEND=torch")
+        return dimension
 
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self._batcher.submit([text], True)[0], dtype=np.float32)

@@ -8,6 +8,7 @@ torch once the export exists.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -112,15 +113,31 @@ finally:
 """
 
 
-def test_no_command_imports_torch(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
-    real_embedder.embed(["make sure the export exists before the commands run"])
+def _run_commands(tmp_path: Path, commands: list[list[str]], backend: str) -> dict[str, bool]:
+    """Run each command in a fresh process on one store; whether each imported torch."""
     notes = tmp_path / "notes.jsonl"
     notes.write_text("".join(json.dumps({"owner_id": "u1", "path": "/n", "content": f"note {i} on caching"}) + "\n"
                              for i in range(20)))
     data_dir = tmp_path / "data"
-    for command in _COMMANDS:
+    loaded = {}
+    for command in commands:
         args = [part.format(notes=notes, out=tmp_path / "out.jsonl") for part in command]
         done = subprocess.run([sys.executable, "-c", _PROBE, "--data-dir", str(data_dir), *args],
-                              capture_output=True, text=True, cwd=ROOT, timeout=300)
+                              capture_output=True, text=True, cwd=ROOT, timeout=300,
+                              env={**os.environ, "XMEMO_EMBEDDING_BACKEND": backend})
         assert done.returncode == 0, (command, done.stderr[-2000:])
-        assert "TORCH_LOADED=False" in done.stdout, command
+        loaded[" ".join(command[:2])] = "TORCH_LOADED=True" in done.stdout
+    return loaded
+
+
+def test_no_command_imports_torch(tmp_path: Path, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    real_embedder.embed(["make sure the export exists before the commands run"])
+    assert not any(_run_commands(tmp_path, _COMMANDS, "auto").values())
+
+
+def test_on_a_torch_store_only_commands_that_embed_import_torch(tmp_path: Path) -> None:
+    loaded = _run_commands(tmp_path, _COMMANDS, "torch")
+    assert loaded.pop("import {notes}") and loaded.pop("remember --owner") and loaded.pop("recall-context --owner")
+    assert loaded.pop("search --owner")
+    assert loaded.pop("reindex") is False  # every vector is in the embedding cache
+    assert not any(loaded.values()), loaded  # export, reflect --dry-run, memories list, keys list
