@@ -1,9 +1,11 @@
 """Load: 16 concurrent clients against a real server for 60 s, mixed remember and recall_context.
 
-    python -m eval.load [--url URL --key KEY] [--clients 16] [--seconds 60] [--write-share 0.3] [--json]
+    python -m eval.load [--url URL --key KEY] [--clients 16] [--seconds 60] [--write-share 0.3]
+                        [--encoder auto|onnx|onnx-int8|torch] [--json]
 
-Without --url it starts `xmemo serve` on a free loopback port in a temporary data dir. Reports
-throughput and p50/p95/p99 per operation, counts errors, then reads back every acknowledged write.
+Without --url it starts `xmemo serve` (with --encoder) on a free loopback port in a temporary data
+dir, and also reports the server's CPU time per request. Reports throughput and p50/p95/p99 per
+operation, counts errors, then reads back every acknowledged write.
 Traffic goes only to the URL given or to 127.0.0.1.
 """
 
@@ -24,17 +26,19 @@ from typing import Any
 
 import httpx
 import numpy as np
+import psutil
 
 from .bench import synthetic_memories, synthetic_queries
 
 
-def _start_server(data_dir: Path) -> tuple[subprocess.Popen[bytes], str, str]:
+def _start_server(data_dir: Path, encoder: str = "auto") -> tuple[subprocess.Popen[bytes], str, str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     process = subprocess.Popen(
         [sys.executable, "-c", "from service.cli import main; main()", "--data-dir", str(data_dir), "serve",
          "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        env={**os.environ, "XMEMO_EMBEDDING_BACKEND": encoder},
     )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -48,7 +52,8 @@ def _start_server(data_dir: Path) -> tuple[subprocess.Popen[bytes], str, str]:
     raise RuntimeError("the server did not become ready")
 
 
-def run_load(url: str, key: str, clients: int, seconds: float, write_share: float) -> dict[str, Any]:
+def run_load(url: str, key: str, clients: int, seconds: float, write_share: float,
+             server_pid: int | None = None) -> dict[str, Any]:
     notes = [m["content"] for m in synthetic_memories(20000, seed=21)]
     queries = synthetic_queries(5000, seed=22)
     latencies: dict[str, list[float]] = {"remember": [], "recall_context": []}
@@ -79,12 +84,15 @@ def run_load(url: str, key: str, clients: int, seconds: float, write_share: floa
                         errors.append(f"{operation} {response.status_code} {response.text[:200]}")
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    server = psutil.Process(server_pid) if server_pid is not None else None
+    cpu_before = sum(server.cpu_times()[:2]) if server is not None else 0.0
     started = time.perf_counter()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     wall = time.perf_counter() - started
+    server_cpu = sum(server.cpu_times()[:2]) - cpu_before if server is not None else None
     missing = 0
     with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
         for memory_id, content in acknowledged:
@@ -104,6 +112,10 @@ def run_load(url: str, key: str, clients: int, seconds: float, write_share: floa
             **({f"p{q}_ms": round(float(np.percentile(values, q)), 1) for q in (50, 95, 99)} if samples else {}),
         }
     report["throughput_per_s"] = round(total / wall, 1)
+    if server_cpu is not None and total:
+        # The server's own CPU time (user + system, all its threads) per answered request: unlike
+        # requests/s, it barely moves when other work shares the machine.
+        report["server_cpu_ms_per_request"] = round(server_cpu / total * 1000, 2)
     return report
 
 
@@ -114,15 +126,18 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--write-share", type=float, default=0.3)
+    parser.add_argument("--encoder", default="auto", choices=["auto", "onnx", "onnx-int8", "torch"],
+                        help="the encoder of the server this command starts (without --url)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     process = None
     with tempfile.TemporaryDirectory(prefix="xmemo-load-") as tmp:
         url, key = args.url, args.key
         if url is None:
-            process, url, key = _start_server(Path(tmp))
+            process, url, key = _start_server(Path(tmp), args.encoder)
         try:
-            report = run_load(url, key, args.clients, args.seconds, args.write_share)
+            report = run_load(url, key, args.clients, args.seconds, args.write_share,
+                              process.pid if process is not None else None)
         finally:
             if process is not None:
                 process.terminate()
