@@ -1,0 +1,59 @@
+"""The benchmark commands run end to end and report what they claim (their figures are not judged here:
+speed is measured by running them, never by timed tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from eval.bench import SampledDocuments
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_sampled_documents_are_distinct_unit_vectors_near_their_sample_and_queries_are_real(real_embedder) -> None:  # type: ignore[no-untyped-def]
+    sample = real_embedder.embed(["the deploy failed", "the invoice was paid", "the cache filled up"])
+    sampled = SampledDocuments(real_embedder, sample)
+    texts = [f"note {i}" for i in range(200)]
+    vectors = sampled.embed(texts)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert len({v.tobytes() for v in vectors}) == len(texts)  # every text its own vector
+    assert np.array_equal(sampled.embed(texts[:5]), vectors[:5])  # and the same one each time
+    assert float(np.min(np.max(vectors @ sample.T, axis=1))) > 0.9  # each near one real embedding
+    query = "why did the deploy fail"
+    assert np.allclose(sampled.embed_query(query), real_embedder.embed_query(query), atol=1e-5)
+
+
+def test_bench_reports_each_encoder_with_ratios_against_torch(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", "from service.cli import main; main()", "bench", "--memories", "60", "--queries", "5",
+         "--backend", "edge", "--encoder", "onnx,torch", "--synthetic-vectors", "--json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=900,
+        env={**os.environ, "XMEMO_EVAL_CACHE": str(tmp_path / "cache.sqlite")},
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    onnx, torch = report["backends"]["edge/onnx"], report["backends"]["edge/torch"]
+    assert onnx["encoder"] == "onnx:all-MiniLM-L6-v2" and torch["encoder"] == "sentence-transformers:all-MiniLM-L6-v2"
+    assert onnx["vectors"].startswith("synthesised from 4096 real embeddings")
+    assert onnx["memories"] == 60 and onnx["disk_mb"] > 0 and onnx["recall_context_ms"]["p50"] > 0
+    ratios = report["ratios"]["edge: onnx over torch"]
+    assert set(ratios) == {"recall_context_p50", "one_query_embedding_p50", "raw_encoder_per_s", "ingest_per_s",
+                           "peak_rss_mb"}
+
+
+def test_load_loses_no_acknowledged_write_and_reports_the_servers_cpu() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "eval.load", "--clients", "4", "--seconds", "4", "--write-share", "0.4", "--json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=600,
+    )
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    report = json.loads(done.stdout)
+    assert report["errors"] == 0 and report["writes_not_readable"] == 0
+    assert report["acknowledged_writes"] > 0 and report["operations"]["recall_context"]["count"] > 0
+    assert report["server_cpu_ms_per_request"] > 0
