@@ -161,3 +161,14 @@ class KeyStore:
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def principal_of(self, key_id: str) -> Principal:
+        """The principal of a key found by its id (a console session's); AuthenticationError if unknown or revoked."""
+        try:
+            with self.engine.connect() as connection:
+                row = connection.execute(select(api_keys).where(api_keys.c.key_id == key_id)).first()
+        except OperationalError as error:
+            raise StoreError("the authorization store is unavailable") from error
+        if row is None or row.revoked_at is not None:
+            raise AuthenticationError("invalid or revoked API key")
+        return _principal_from(json.loads(row.principal))
