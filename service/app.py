@@ -51,7 +51,6 @@ from .schemas import (
     ProjectContextBody,
     QueryText,
     RecallContextBody,
-    ReflectBody,
     RememberBody,
     StateBody,
     Timestamp,
@@ -62,6 +61,7 @@ from .console import ConsoleGate, console_pages, render_error_page
 from .docs_pages import add_offline_docs
 from .routes.context import AppContext, principal_of
 from .routes.memories import router as memories_router
+from .routes.models import ReflectPlanBody
 
 __all__ = ["create_app"]
 
@@ -255,10 +255,12 @@ def create_app(
         return add_event(running_engine(), principal, **fields).to_dict()
 
     @app.post("/api/v1/reflect", tags=["reflect"])
-    def reflect_route(body: ReflectBody, request: Request) -> dict[str, Any]:
+    def reflect_route(body: ReflectPlanBody, request: Request) -> dict[str, Any]:
         fields = body.model_dump()
         fields["since"], fields["until"] = iso(body.since), iso(body.until)
-        return reflect(running_engine(), principal_of(request), ReflectRequest(**fields), settings.reflect)
+        expected_plan = fields.pop("expected_plan")
+        return reflect(running_engine(), principal_of(request), ReflectRequest(**fields), settings.reflect,
+                       expected_plan=expected_plan)
 
     @app.get("/api/v1/audit", tags=["reflect"])
     def audit_route(

@@ -20,6 +20,7 @@ from .server import RunningServer
 pytestmark = pytest.mark.slow
 
 CHROMIUM = Path("/usr/bin/chromium")
+ACTIONS = ("summarize", "promote", "expire", "decay", "archive")
 SHOTS = Path(__file__).resolve().parent / "artifacts" / "console"
 
 
@@ -150,11 +151,23 @@ def test_a_person_finds_corrects_forgets_reflects_and_manages_keys(server, brows
     page.get_by_role("button", name="Dry run").click()
     page.get_by_role("heading", name="expire (1)").wait_for()
     assert api.get(f"/api/v1/memories/{ids['old']}").json()["status"] == "active"  # a dry run writes nothing
+    reviewed = api.post("/api/v1/reflect", json={"dry_run": True, "actions_csv": ",".join(ACTIONS)}).json()
+    assert page.locator("#plan-digest").inner_text() == reviewed["plan_digest"][:12]
     _shot(page, "06-reflect-dry-run")
+    # A memory changes between the review and the apply: the apply refuses, and writes nothing.
+    api.patch(f"/api/v1/memories/{ids['db']}", json={"expected_version": 1, "expires_at": "2021-01-01T00:00:00Z"})
+    page.get_by_role("button", name="Apply").click()
+    page.get_by_role("heading", name="Changed meanwhile").wait_for()
+    assert "changed since the plan was reviewed" in page.get_by_role("alert").inner_text()
+    assert {api.get(f"/api/v1/memories/{ids[n]}").json()["status"] for n in ("old", "db")} == {"active"}
+    _shot(page, "06b-reflect-changed-meanwhile")
+    page.get_by_role("link", name="Back to reflect").click()
+    page.get_by_role("button", name="Dry run").click()
+    page.get_by_role("heading", name="expire (2)").wait_for()
     page.get_by_role("button", name="Apply").click()
     page.get_by_role("heading", name="Reflect applied").wait_for()
     shown_ids = page.locator("#audit-ids li").all_inner_texts()
-    assert api.get(f"/api/v1/memories/{ids['old']}").json()["status"] == "expired"
+    assert {api.get(f"/api/v1/memories/{ids[n]}").json()["status"] for n in ("old", "db")} == {"expired"}
     audited = {r["id"] for r in api.get("/api/v1/audit").json()["records"]}
     assert shown_ids and set(shown_ids) <= audited
     _shot(page, "07-reflect-applied")

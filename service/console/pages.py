@@ -165,12 +165,14 @@ def recall_page(request: Request, engine: Engine, principal: Caller) -> Response
 
 
 def _reflect_request(source: Any, dry_run: bool) -> ReflectRequest:
+    """The form's actions and window; an apply also carries the reviewed window's exact since and until."""
     chosen = [a for a in ACTIONS if a in source.getlist("actions")]
     try:
         hours = float(source.get("hours") or 24)
     except ValueError as error:
         raise ValidationError("the time window must be a number of hours") from error
-    return ReflectRequest(actions_csv=",".join(chosen) or None, dry_run=dry_run, time_window_hours=hours)
+    return ReflectRequest(actions_csv=",".join(chosen) or None, dry_run=dry_run, time_window_hours=hours,
+                          since=source.get("since") or None, until=source.get("until") or None)
 
 
 @router.get("/reflect", response_class=HTMLResponse)
@@ -192,8 +194,13 @@ def reflect_page(request: Request, engine: Engine, principal: Caller) -> Respons
 
 @router.post("/reflect/apply", response_class=HTMLResponse)
 def reflect_apply(request: Request, form: Form, engine: Engine, principal: Caller) -> Response:
+    """Apply exactly the reviewed dry run: its actions, its window and its plan digest (else 409)."""
     require(principal, "memory:write")
-    report = reflect(engine, principal, _reflect_request(form, dry_run=False), context_of(request).settings.reflect)
+    expected = _text(form, "expected_plan")
+    if not expected:
+        raise ValidationError("an apply needs the plan of a dry run; run the dry run and review it first")
+    report = reflect(engine, principal, _reflect_request(form, dry_run=False), context_of(request).settings.reflect,
+                     expected_plan=expected)
     return render(request, "reflect_done.html", title="Reflect applied", report=report)
 
 
