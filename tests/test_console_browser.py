@@ -204,3 +204,71 @@ def test_a_person_finds_corrects_forgets_reflects_and_manages_keys(server, brows
     assert json.loads(storage) == [[], [], ""]  # the session cookie is HttpOnly; nothing kept in storage
     assert all(server.admin_key not in c["value"] for c in page.context.cookies())
     assert outside == []
+
+
+def _signed_in(page: Any, server: RunningServer) -> None:
+    """The page at /ui/ with a live session (signing in when this test runs alone)."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{server.url}/ui/")
+    if page.url.endswith("/ui/login"):
+        page.get_by_label("API key").fill(server.admin_key)
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("heading", name="Memories").wait_for()
+
+
+def _rows(page: Any, table: str) -> list[list[str]]:
+    return [row.locator("td").all_inner_texts() for row in page.locator(f"#{table} tbody tr").all()]
+
+
+AURORA = ("Aurora trip logistics. The aurora trip leaves from Tromsø on 12 February. We take the night bus "
+          "north of the city, away from the street lights, and stay out until two in the morning when the "
+          "forecast shows a strong geomagnetic storm. The guide brings hot drinks, tripods and spare boots; "
+          "we bring warm layers, a head torch with a red light and a fully charged phone.")
+
+
+def test_the_recall_playground_shows_what_was_dropped_shortened_and_collapsed(server, browser_page):
+    page, outside = browser_page
+    api = _api(server)
+    ids = {name: _remember(api, text, "trips/aurora") for name, text in [
+        ("logistics", AURORA),
+        ("departure", "The aurora trip leaves from Tromsø on 12 February."),  # words the logistics note holds
+        ("camera", "Aurora trip camera settings: manual focus at infinity, ISO 1600 to 3200, exposures of five "
+                   "to fifteen seconds on a tripod, the widest aperture the lens has, and spare batteries kept "
+                   "warm in an inside pocket because the cold drains them within the hour near Tromsø."),
+        ("clothes", "Aurora trip clothing for Tromsø: wool base layers, a fleece, a down jacket, insulated "
+                    "trousers, two pairs of wool socks, mittens over thin gloves, and a hat that covers the "
+                    "ears; it can be minus twenty at night on the tundra while we wait for the lights."),
+        ("budget", "Aurora trip budget: the Tromsø chase tour costs about 1,500 kroner a night, the flights were "
+                   "booked in October, the cabin is shared by four people, and the spare evening is kept for "
+                   "a second chase if the first night is cloudy or the forecast is weak."),
+    ]}
+    _signed_in(page, server)
+    page.goto(f"{server.url}/ui/recall")
+    query = "aurora trip to Tromsø"
+    page.get_by_label("Query").fill(query)
+    page.get_by_label("Max items (1–50)").fill("2")
+    page.get_by_label("Max tokens (1–12000)").fill("80")
+    page.get_by_role("button", name="Recall").click()
+    page.get_by_role("heading", name="Dropped, shortened and collapsed").wait_for()
+    _shot(page, "05b-recall-left-out")
+
+    pack = api.post("/v1/recall/context", json={"query": query, "max_items": 2, "max_tokens": 80}).json()
+    plan = pack["retrieval_plan"]
+    dropped = [[row[0], page.locator("#dropped tbody tr").nth(n).locator("td").nth(1).get_attribute("data-reason")]
+               for n, row in enumerate(_rows(page, "dropped"))]
+    assert dropped == [[d["id"], d["reason"]] for d in plan["dropped"]]
+    assert {d["reason"] for d in plan["dropped"]} == {"budget", "item_limit"}
+    assert sum(d["reason"] == "budget" for d in plan["dropped"]) == pack["budget"]["dropped_items"]
+    shortened = [link.inner_text() for link in page.locator("#shortened a").all()]
+    assert shortened == [i["id"] for i in pack["items"] if i["shortened"]] and shortened
+    collapsed = [row[:2] for row in _rows(page, "collapsed")]
+    assert collapsed == [[c["id"], c["into"]] for c in plan["collapsed"]]
+    assert {"id": ids["departure"], "into": ids["logistics"], "reason": "contained"} in plan["collapsed"]
+    accounted = [i["id"] for i in pack["items"]] + [d["id"] for d in plan["dropped"]] + [c["id"] for c in plan["collapsed"]]
+    assert len(accounted) == len(set(accounted)) == 4  # the 2 x max_items read, each once; the fifth is not read
+
+    first_dropped = plan["dropped"][0]["id"]
+    page.locator("#dropped").get_by_role("link", name=first_dropped).click()
+    page.get_by_role("heading", name="Versions").wait_for()
+    assert first_dropped in page.get_by_role("heading", level=1).inner_text()
+    assert outside == []

@@ -35,6 +35,16 @@ Form = Annotated[FormData, Depends(checked_form)]
 
 LIST_FILTERS = ("path_prefix", "memory_type", "status", "bucket", "team_id", "scope", "metadata", "text")
 ACTIONS = ("summarize", "promote", "expire", "decay", "archive")
+# Why a memory read for a pack is not in it (retrieval_plan.dropped) or is there as another's words
+# (retrieval_plan.collapsed, retrieval.restatements), in words a person reads.
+LEFT_OUT_REASONS = {
+    "budget": "budget: among the top max items, kept out by the token budget",
+    "item_limit": "item limit: beyond max items",
+    "floor": "floor: scored below the relevance floor",
+    "contained": "contained: its words are in the kept memory",
+    "near-duplicate": "near-duplicate: almost the same meaning as the kept memory",
+    "derived": "derived: reflect made one from the other, and the kept one carries its words",
+}
 
 
 def _day(value: str | None, end: bool = False) -> str | None:
@@ -160,7 +170,9 @@ def recall_page(request: Request, engine: Engine, principal: Caller) -> Response
         text = render_context_text(pack)
     components = {c["id"]: c for c in pack["retrieval_plan"]["items"]} if pack else {}
     return render(request, "recall.html", title="Recall", query=query, max_items=max_items, max_tokens=max_tokens,
-                  pack=pack, text=text, components=components,
+                  pack=pack, text=text, components=components, reasons=LEFT_OUT_REASONS,
+                  dropped=pack["retrieval_plan"].get("dropped", []) if pack else [],
+                  shortened=[item for item in pack["items"] if item["shortened"]] if pack else [],
                   pack_json=json.dumps(pack, ensure_ascii=False, indent=2) if pack else "")
 
 
