@@ -272,3 +272,39 @@ def test_the_recall_playground_shows_what_was_dropped_shortened_and_collapsed(se
     page.get_by_role("heading", name="Versions").wait_for()
     assert first_dropped in page.get_by_role("heading", level=1).inner_text()
     assert outside == []
+
+
+def test_the_search_box_finds_by_meaning_within_the_filters(server, browser_page):
+    page, outside = browser_page
+    api = _api(server)
+    car = _remember(api, "The car is parked in the garage on Elm Street", "home/car")
+    _remember(api, "Grandma's birthday dinner is on the third Sunday of May", "home/family")
+    archived = _remember(api, "The old bicycle is chained behind the shed", "home/bike")
+    api.delete(f"/api/v1/memories/{archived}")
+    _signed_in(page, server)
+    query = "where is the vehicle kept overnight"
+
+    page.get_by_label("Search", exact=True).fill(query)
+    page.get_by_label("Path starts with").fill("home/")
+    page.get_by_role("button", name="Filter").click()
+    page.get_by_text("No memory matches these filters.").wait_for()  # no memory contains these words
+
+    page.get_by_label("Match by").select_option("meaning")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**mode=meaning**")
+    assert "Ranked by meaning" in page.locator("#meaning-note").inner_text()
+    shown = [link.get_attribute("href").rsplit("/", 1)[1] for link in page.locator("tbody tr td:first-child a").all()]
+    found = api.get("/v1/memories/search", params={"query": query, "path_filter": "home/%", "min_score": 0.0,
+                                                   "limit": 25}).json()["results"]
+    assert shown[0] == car == found[0]["id"]
+    assert [i for i in shown if i != archived] == [r["id"] for r in found]  # the agents' ranking, same order
+    assert archived in shown  # any status, as the list shows by default
+    assert all(m["path"].startswith("home/") for m in api.get("/api/v1/memories").json()["memories"]
+               if m["id"] in shown)
+    _shot(page, "02b-memories-by-meaning")
+
+    page.get_by_label("Status").select_option("active")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**status=active**")
+    assert archived not in page.content() and car in page.content()
+    assert outside == []

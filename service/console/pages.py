@@ -24,6 +24,7 @@ from retrieval.policy import require
 from retrieval.rendering import render_context_text
 
 from ..routes.context import context_of, engine_of, principal_of
+from .meaning import MEANING_PAGE, search_by_meaning
 from .rendering import checked_form, render, session_of
 
 __all__ = ["router"]
@@ -35,6 +36,7 @@ Form = Annotated[FormData, Depends(checked_form)]
 
 LIST_FILTERS = ("path_prefix", "memory_type", "status", "bucket", "team_id", "scope", "metadata", "text")
 ACTIONS = ("summarize", "promote", "expire", "decay", "archive")
+SEARCH_MODES = {"words": "words (content contains)", "meaning": "meaning (ranked as agents' recall ranks)"}
 # Why a memory read for a pack is not in it (retrieval_plan.dropped) or is there as another's words
 # (retrieval_plan.collapsed, retrieval.restatements), in words a person reads.
 LEFT_OUT_REASONS = {
@@ -69,20 +71,28 @@ def _text(form: FormData, name: str) -> str:
 
 @router.get("/", response_class=HTMLResponse)
 def memories_page(request: Request, engine: Engine, principal: Caller) -> Response:
-    """The landing page: a table of memories with filters, a search box and pagination."""
+    """The landing page: a table of memories with filters, a search box (by words or by meaning) and pagination."""
     params = request.query_params
     chosen = {name: params.get(name, "").strip() for name in LIST_FILTERS}
+    mode = params.get("mode", "words")
+    if mode not in SEARCH_MODES:
+        raise ValidationError(f"mode must be one of {', '.join(SEARCH_MODES)}")
     given: dict[str, Any] = {name: value or None for name, value in chosen.items()}
+    dates = {"since": _day(params.get("since")), "until": _day(params.get("until"), end=True)}
+    kept = {**chosen, "since": params.get("since", ""), "until": params.get("until", ""), "mode": mode}
+    context: dict[str, Any] = {"title": "Memories", "filters": kept, "statuses": [s.value for s in MemoryStatus],
+                               "modes": SEARCH_MODES, "page_size": MEANING_PAGE, "notice": params.get("notice", "")}
+    if mode == "meaning" and chosen["text"]:
+        given.pop("text")
+        matches = search_by_meaning(engine, principal, chosen["text"], {**given, **dates})
+        return render(request, "memories.html", memories=[m.memory for m in matches],
+                      scores={m.memory.id: m.score for m in matches}, next_query=None, **context)
     page = list_memories(engine, principal, ListQuery(
-        **given,
-        since=_day(params.get("since")), until=_day(params.get("until"), end=True),
-        cursor=params.get("cursor") or None, limit=25,
+        **given, **dates, cursor=params.get("cursor") or None, limit=25,
     ))
-    kept = {**chosen, "since": params.get("since", ""), "until": params.get("until", "")}
     next_query = {k: v for k, v in kept.items() if v} | ({"cursor": page.next_cursor} if page.next_cursor else {})
-    return render(request, "memories.html", title="Memories", memories=page.memories, filters=kept,
-                  next_query=next_query if page.next_cursor else None, statuses=[s.value for s in MemoryStatus],
-                  notice=params.get("notice", ""))
+    return render(request, "memories.html", memories=page.memories, scores=None,
+                  next_query=next_query if page.next_cursor else None, **context)
 
 
 @router.get("/memories/{memory_id}", response_class=HTMLResponse)
