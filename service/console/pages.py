@@ -78,17 +78,17 @@ def memories_page(request: Request, engine: Engine, principal: Caller) -> Respon
     if mode not in SEARCH_MODES:
         raise ValidationError(f"mode must be one of {', '.join(SEARCH_MODES)}")
     given: dict[str, Any] = {name: value or None for name, value in chosen.items()}
-    dates = {"since": _day(params.get("since")), "until": _day(params.get("until"), end=True)}
+    since, until = _day(params.get("since")), _day(params.get("until"), end=True)
     kept = {**chosen, "since": params.get("since", ""), "until": params.get("until", ""), "mode": mode}
     context: dict[str, Any] = {"title": "Memories", "filters": kept, "statuses": [s.value for s in MemoryStatus],
                                "modes": SEARCH_MODES, "page_size": MEANING_PAGE, "notice": params.get("notice", "")}
     if mode == "meaning" and chosen["text"]:
         given.pop("text")
-        matches = search_by_meaning(engine, principal, chosen["text"], {**given, **dates})
+        matches = search_by_meaning(engine, principal, chosen["text"], {**given, "since": since, "until": until})
         return render(request, "memories.html", memories=[m.memory for m in matches],
                       scores={m.memory.id: m.score for m in matches}, next_query=None, **context)
     page = list_memories(engine, principal, ListQuery(
-        **given, **dates, cursor=params.get("cursor") or None, limit=25,
+        **given, since=since, until=until, cursor=params.get("cursor") or None, limit=25,
     ))
     next_query = {k: v for k, v in kept.items() if v} | ({"cursor": page.next_cursor} if page.next_cursor else {})
     return render(request, "memories.html", memories=page.memories, scores=None,
