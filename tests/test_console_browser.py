@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -307,4 +310,38 @@ def test_the_search_box_finds_by_meaning_within_the_filters(server, browser_page
     page.get_by_role("button", name="Filter").click()
     page.wait_for_url("**status=active**")
     assert archived not in page.content() and car in page.content()
+    assert outside == []
+
+
+def _write_report(example: Path, target: Path, age_seconds: float) -> None:
+    """A copy of a committed `xmemo eval --out` report, as if written `age_seconds` ago."""
+    shutil.copytree(example, target)
+    written = time.time() - age_seconds
+    os.utime(target / "report.json", (written, written))
+
+
+def test_the_status_page_shows_the_latest_evaluation_report(server, browser_page):
+    page, outside = browser_page
+    _signed_in(page, server)
+    page.goto(f"{server.url}/ui/status")
+    assert "No evaluation report yet." in page.locator("#evaluation").inner_text()
+
+    examples = Path(__file__).resolve().parents[1] / "docs" / "eval"
+    reports = server.data_dir / "eval"  # the default reports directory: `<data dir>/eval`
+    _write_report(examples / "scifact", reports / "scifact", age_seconds=60)
+    page.reload()
+    page.get_by_role("heading", name="Latest evaluation: scifact").wait_for()
+    expected = json.loads((examples / "scifact" / "report.json").read_text())["strategies"]
+    rows = {row.locator("th").inner_text(): row.locator("td").all_inner_texts()
+            for row in page.locator("#eval-metrics tbody tr").all()}
+    assert rows == {name: [f"{v:.4f}" for m, v in scores.items() if m != "queries"] for name, scores in expected.items()}
+    chart = page.get_by_role("img", name=re.compile("nDCG, recall and MRR"))
+    chart.scroll_into_view_if_needed()
+    assert page.evaluate("document.querySelector('img.chart').complete && document.querySelector('img.chart').naturalWidth") > 0
+    assert urlparse(chart.get_attribute("src") or "").netloc == ""  # served by this server, from our own route
+    _shot(page, "09b-status-evaluation")
+
+    _write_report(examples / "locomo", reports / "locomo", age_seconds=0)  # a newer report replaces it on the page
+    page.reload()
+    page.get_by_role("heading", name="Latest evaluation: locomo-dev").wait_for()
     assert outside == []

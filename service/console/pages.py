@@ -6,11 +6,19 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import FormData
 
 from compactor import ReflectRequest, reflect
-from retrieval import MemoryEngine, MemoryStatus, Principal, ReadFilters, ValidationError, recall_context
+from retrieval import (
+    MemoryEngine,
+    MemoryStatus,
+    NotFoundError,
+    Principal,
+    ReadFilters,
+    ValidationError,
+    recall_context,
+)
 from retrieval.audit_log import audit_records
 from retrieval.manage import (
     ListQuery,
@@ -24,6 +32,7 @@ from retrieval.policy import require
 from retrieval.rendering import render_context_text
 
 from ..routes.context import context_of, engine_of, principal_of
+from .eval_reports import CHART, find_reports, read_report
 from .meaning import MEANING_PAGE, search_by_meaning
 from .rendering import checked_form, render, session_of
 
@@ -252,7 +261,7 @@ def revoke_key(key_id: str, request: Request, form: Form, principal: Caller) -> 
 
 @router.get("/status", response_class=HTMLResponse)
 def status_page(request: Request, engine: Engine, principal: Caller) -> Response:
-    """Counts by type and status, index health, request rates and latencies."""
+    """Counts by type and status, index health, request rates and latencies, the newest evaluation report."""
     require(principal, "memory:read")
     visible = ReadFilters(owner_id=principal.owner_id, team_ids=principal.team_ids, statuses=tuple(MemoryStatus))
     tally = engine.store.tally(visible)
@@ -264,9 +273,29 @@ def status_page(request: Request, engine: Engine, principal: Caller) -> Response
                 requests.setdefault(route, {"count": 0.0, "seconds": 0.0})["count"] += sample.value
             elif sample.name == "xmemo_http_request_seconds_sum":
                 requests.setdefault(route, {"count": 0.0, "seconds": 0.0})["seconds"] += sample.value
+    reports_dir = context_of(request).settings.reports_dir()
+    report, report_error = None, ""
+    reports = find_reports(reports_dir)
+    if reports:
+        name, directory = next(iter(reports.items()))
+        try:
+            report = read_report(name, directory)
+        except ValueError as error:
+            report_error = str(error)
     return render(request, "status.html", title="Status", tally=sorted(tally.items()),
                   total=sum(tally.values()), index_points=engine.index.count(), stored=engine.store.count(),
-                  indexed=engine.store.count_indexed(), backend=engine.index.backend, requests=sorted(requests.items()))
+                  indexed=engine.store.count_indexed(), backend=engine.index.backend, requests=sorted(requests.items()),
+                  report=report, report_error=report_error, reports_dir=reports_dir)
+
+
+@router.get("/status/eval-chart.png")
+def eval_chart(request: Request, principal: Caller, report: str = "") -> Response:
+    """The chart of a report the status page found (by its directory's name); nothing else is served."""
+    require(principal, "memory:read")
+    directory = find_reports(context_of(request).settings.reports_dir()).get(report)
+    if directory is None or not (directory / CHART).is_file():
+        raise NotFoundError("no evaluation chart by that name")
+    return FileResponse(directory / CHART, media_type="image/png", headers={"Cache-Control": "no-store"})
 
 
 @router.post("/logout")
