@@ -45,7 +45,7 @@ Form = Annotated[FormData, Depends(checked_form)]
 
 LIST_FILTERS = ("path_prefix", "memory_type", "status", "bucket", "team_id", "scope", "metadata", "text")
 ACTIONS = ("summarize", "promote", "expire", "decay", "archive")
-SEARCH_MODES = {"words": "words (content contains)", "meaning": "meaning (ranked as agents' recall ranks)"}
+SEARCH_MODES = {"words": "words", "meaning": "meaning"}  # content contains the text; ranked as agents' recall ranks
 # Why a memory read for a pack is not in it (retrieval_plan.dropped) or is there as another's words
 # (retrieval_plan.collapsed, retrieval.restatements), in words a person reads.
 LEFT_OUT_REASONS = {
