@@ -141,3 +141,14 @@ def test_a_session_survives_a_restart_of_the_server(tmp_path):
             assert server.client(server.admin_key).get(f"/api/v1/memories/{memory.json()['id']}").json()["status"] == "archived"
     finally:
         server.stop()
+
+
+def test_a_session_store_that_fails_is_a_503_page_not_a_crash(app):
+    _sign_in(app.client, app.keys.create("alice").key)
+    assert app.client.get("/ui/").status_code == 200
+    with app.keys.engine.begin() as connection:
+        connection.exec_driver_sql("DROP TABLE console_sessions")  # the store breaks under a live session
+    page = app.client.get("/ui/", follow_redirects=False)
+    assert page.status_code == 503 and "<h1>Unavailable</h1>" in page.text and "console_sessions" in page.text
+    refused = _sign_in(app.client, app.keys.create("bob").key)
+    assert refused.status_code == 503 and "Cannot sign in now" in refused.text
