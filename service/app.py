@@ -92,7 +92,7 @@ def create_app(
 ) -> FastAPI:
     """Build the app. The stores open in its lifespan, unless an opened `engine` is handed in
     (as `xmemo serve` does, so that a store that cannot open fails before the port is bound)."""
-    keys = KeyStore.open(settings.retrieval.data_dir)
+    keys = KeyStore.open(settings.retrieval.data_dir, settings.retrieval.database_url)
     metrics = Metrics()
     holder: dict[str, MemoryEngine] = {}
 
@@ -185,10 +185,13 @@ def create_app(
         if not warmed.is_set():
             return _error(503, "not_ready", "warming up the model and the index")
         try:
-            points = running_engine().index.count()
+            engine = running_engine()
+            points = engine.index.count()
             keys.count()
         except XMemoError as error:
             return _error(503, "not_ready", error.message)
+        if engine.follower is not None and not engine.follower.healthy():
+            return _error(503, "not_ready", "behind the change sequence: the database has not answered of late")
         return JSONResponse({"status": "ready", "index_points": points})
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
