@@ -344,4 +344,8 @@ def test_the_status_page_shows_the_latest_evaluation_report(server, browser_page
     _write_report(examples / "locomo", reports / "locomo", age_seconds=0)  # a newer report replaces it on the page
     page.reload()
     page.get_by_role("heading", name="Latest evaluation: locomo-dev").wait_for()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # wide tables scroll inside their card
+    _shot(page, "09c-status-390px")
     assert outside == []
