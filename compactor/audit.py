@@ -1,4 +1,4 @@
-"""The audit log of reflect: one record per applied change, with before and after values; listed per tenant."""
+"""The audit records of reflect: one per applied change, with before and after values; listed per tenant."""
 
 from __future__ import annotations
 
@@ -6,19 +6,16 @@ import json
 import uuid
 from typing import Any
 
-from sqlalchemy import and_, literal_column, or_, select
-from sqlalchemy.engine import Connection
-
 from retrieval import Memory, MemoryEngine, Principal
+from retrieval.audit_log import AuditRecord, audit_records
 from retrieval.policy import READ, require
 from retrieval.records import format_time
-from retrieval.schema import audit_log
 from retrieval.validation import check_range, optional_time
 
 from .options import normalize_actions
 from .plan import Change, Plan
 
-__all__ = ["MAX_AUDIT_LIMIT", "list_audit", "write_audit"]
+__all__ = ["MAX_AUDIT_LIMIT", "audit_rows", "list_audit"]
 
 # Fields an audit record leaves out of a record's values: the BM25 context is derived, not content.
 _UNAUDITED = {"context"}
@@ -38,12 +35,9 @@ def _difference(before: Memory | None, after: Memory) -> tuple[dict[str, Any] | 
     return {k: old.get(k) for k in changed}, {k: new[k] for k in changed}
 
 
-def write_audit(connection: Connection, plan: Plan, actor: str) -> list[str]:
-    """Insert one audit record per change of `plan` in the caller's transaction; returns their ids."""
-    rows = [_audit_row(change, plan, actor) for change in plan.changes]
-    if rows:
-        connection.execute(audit_log.insert(), rows)
-    return [row["id"] for row in rows]
+def audit_rows(plan: Plan, actor: str) -> list[dict[str, Any]]:
+    """One audit record per change of `plan`, in order (apply_plan's unit of work writes them)."""
+    return [_audit_row(change, plan, actor) for change in plan.changes]
 
 
 def _audit_row(change: Change, plan: Plan, actor: str) -> dict[str, Any]:
@@ -83,34 +77,23 @@ def list_audit(
     since, until = optional_time(since, "since"), optional_time(until, "until")
     actions = normalize_actions(action) if action else None
     limit = check_range(limit, "limit", 1, MAX_AUDIT_LIMIT)
-    c = audit_log.c
-    visible = and_(c.team_id.is_(None), c.owner_id == principal.owner_id)
-    if principal.team_ids:
-        visible = or_(visible, c.team_id.in_(principal.team_ids))
-    statement = select(audit_log).where(visible)
-    if since:
-        statement = statement.where(c.created_at >= since)
-    if until:
-        statement = statement.where(c.created_at < until)
-    if actions:
-        statement = statement.where(c.action.in_(actions))
-    statement = statement.order_by(c.created_at.desc(), literal_column("audit_log.rowid").desc()).limit(limit)
-    with engine.store.engine.connect() as connection:
-        rows = list(connection.execute(statement))
-    return [_record(row._mapping) for row in rows]
+    with engine.store.reading() as connection:
+        records = audit_records(connection, principal, actions=tuple(actions or ()), since=since, until=until,
+                                limit=limit)
+    return [_record(record) for record in records]
 
 
-def _record(row: Any) -> dict[str, Any]:
+def _record(record: AuditRecord) -> dict[str, Any]:
     return {
-        "id": row["id"],
-        "created_at": row["created_at"],
-        "actor": row["actor"],
-        "action": row["action"],
-        "plan_id": row["plan_id"],
-        "owner_id": row["owner_id"],
-        "team_id": row["team_id"],
-        "memory_ids": json.loads(row["memory_ids"]),
-        "before": json.loads(row["before"]),
-        "after": json.loads(row["after"]),
-        "reason": row["reason"],
+        "id": record.id,
+        "created_at": record.created_at,
+        "actor": record.actor,
+        "action": record.action,
+        "plan_id": record.plan_id,
+        "owner_id": record.owner_id,
+        "team_id": record.team_id,
+        "memory_ids": record.memory_ids,
+        "before": record.before,
+        "after": record.after,
+        "reason": record.reason,
     }

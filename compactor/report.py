@@ -2,17 +2,33 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Any
 
 from retrieval.records import format_time
 
 from .plan import Change, Plan
 
-__all__ = ["MAX_TEXT_AUDIT_IDS", "MAX_TEXT_CANDIDATES", "build_report", "render_reflect_text"]
+__all__ = ["MAX_TEXT_AUDIT_IDS", "MAX_TEXT_CANDIDATES", "PLAN_DIGEST_PATTERN", "build_report", "plan_digest",
+           "render_reflect_text"]
 
 MAX_TEXT_AUDIT_IDS = 20
 MAX_TEXT_CANDIDATES = 50  # a dry run's text lists this many candidates, then says how many more
 PREVIEW_CHARS = 100
+PLAN_DIGEST_PATTERN = r"^[0-9a-f]{64}$"
+
+
+def plan_digest(plan: Plan) -> str:
+    """SHA-256 of what the plan changes: each change's action and the ids and versions it plans on.
+
+    Unlike `plan_id` it leaves out `now` and the values a later clock moves (a decayed importance),
+    so a reviewed dry run and a real run planned a little later agree unless a memory changed, a
+    change was added or one fell away. A memory the plan creates counts as version 0.
+    """
+    changes = [[change.action, [[after.id, before.version if before is not None else 0]
+                                for before, after in change.pairs]] for change in plan.changes]
+    return hashlib.sha256(json.dumps(changes, separators=(",", ":")).encode()).hexdigest()
 
 
 def build_report(plan: Plan, audit_ids: list[str], *, dry_run: bool, with_content: bool = True) -> dict[str, Any]:
@@ -30,6 +46,7 @@ def build_report(plan: Plan, audit_ids: list[str], *, dry_run: bool, with_conten
     return {
         "dry_run": dry_run,
         "plan_id": plan.plan_id,
+        "plan_digest": plan_digest(plan),
         "actions": list(plan.options.actions),
         "filters": plan.options.describe(),
         "now": format_time(plan.now),

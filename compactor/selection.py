@@ -1,4 +1,4 @@
-"""Reading what a pass plans on: one read transaction over the system of record, plus stored vectors."""
+"""Reading what a pass plans on: one read snapshot of the system of record, plus stored vectors."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ __all__ = ["read_snapshot"]
 
 
 def read_snapshot(engine: MemoryEngine, options: ReflectOptions, now: datetime, lookback: timedelta) -> Snapshot:
-    """The memories the requested actions look at, as one consistent snapshot (SQLite WAL read).
+    """The memories the requested actions look at, as one consistent snapshot (store.reading).
 
     Episodes come from the window, widened back by `lookback` (the recurrence lookback), so that a
     new cluster can be seen to recur with earlier episodes.
@@ -32,7 +32,7 @@ def read_snapshot(engine: MemoryEngine, options: ReflectOptions, now: datetime, 
     any_status = replace(options.filters, statuses=tuple(MemoryStatus))
     consolidating = bool(wanted & {"summarize", "promote"})
     since, until = format_time(min(options.since, options.until - lookback)), format_time(options.until)
-    with store.engine.connect() as connection, connection.begin():
+    with store.reading() as connection:
         episodes = store.window_episodes(any_status, since, until, options.limit, connection) if consolidating else []
         window_since = format_time(options.since)
         in_window = sum(1 for memory, _ in episodes if memory.occurred_at >= window_since)

@@ -119,7 +119,7 @@ def _worker(backend: str, encoder: str, memories: int, queries: int, qdrant_url:
 
     with tempfile.TemporaryDirectory(prefix=f"xmemo-bench-{backend}-") as tmp:
         url = None if backend == "edge" else (qdrant_url or ":memory:")
-        settings = RetrievalSettings(data_dir=Path(tmp), qdrant_url=url, embedding_backend=encoder)
+        settings = RetrievalSettings(data_dir=Path(tmp), qdrant_url=url, embedding_backend=encoder)  # type: ignore[arg-type]  # a CLI choice
         raw = open_embedder(settings)
         sample = [m["content"] for m in synthetic_memories(min(memories, 2000), seed=3)]
         raw.embed(sample[:64])  # warm up

@@ -109,16 +109,17 @@ def main() -> None:
     encoders = [e.strip() for e in args.encoders.split(",") if e.strip()]
     results = [measure(encoder, args.memories, args.repeat) for encoder in encoders]
     base = results[-1]
-    report = {"results": results, "ratios": {
+    ratios: dict[str, dict[str, float]] = {
         r["encoder"]: {k: round(v / base[k], 2) for k, v in r.items() if k.endswith("_s") and base[k]}
-        for r in results[:-1]}}
+        for r in results[:-1]}
+    report = {"results": results, "ratios": ratios}
     if args.json:
         print(json.dumps(report, indent=2))
         return
     for r in results:
         print(f"{r['encoder']:10s} " + "  ".join(f"{k} {v}" for k, v in r.items() if k.endswith("_s")))
-    for encoder, ratios in report["ratios"].items():
-        print(f"{encoder} / {base['encoder']}: {ratios}")
+    for encoder, figures in ratios.items():
+        print(f"{encoder} / {base['encoder']}: {figures}")
 
 
 if __name__ == "__main__":

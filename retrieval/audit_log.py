@@ -1,6 +1,7 @@
-"""Audit records of the management use cases: written in the change's own transaction, read per memory,
-and scrubbed of a forgotten memory's values. Rows have the layout compactor/audit.py writes for reflect
-(memory_ids, and before/after maps from id to the changed fields), so one log holds both."""
+"""Audit records: the rows of the management use cases (written by the change's own unit of work),
+the listing of the log per tenant and per memory (reflect's records included), and scrubbing a
+forgotten memory's values. Rows have the layout compactor/audit.py builds for reflect (memory_ids,
+and before/after maps from id to the changed fields), so one log holds both."""
 
 from __future__ import annotations
 
@@ -9,11 +10,12 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, literal_column, or_, select, update
+from sqlalchemy import and_, or_, select
 from sqlalchemy.engine import Connection
 
 from .records import Memory, Principal
-from .schema import audit_log
+from .schema import audit_log, insertion_order
+from .store import UnitOfWork
 
 __all__ = ["AuditRecord", "actor_of", "audit_change", "audit_records", "scrub_audit", "tombstone"]
 
@@ -57,29 +59,25 @@ def _row(action: str, actor: str, now: str, subject: Memory, before: Any, after:
     }
 
 
-def audit_change(connection: Connection, action: str, actor: str, now: str, before: Memory | None, after: Memory,
-                 reason: str = "") -> str:
-    """One record of a created (before None) or changed memory: the changed fields on both sides."""
+def audit_change(action: str, actor: str, now: str, before: Memory | None, after: Memory,
+                 reason: str = "") -> dict[str, Any]:
+    """The record of a created (before None) or changed memory: the changed fields on both sides
+    (UnitOfWork.audit writes it)."""
     if before is None:
         old, new = None, _values(after)
     else:
         was, now_values = _values(before), _values(after)
         changed = [k for k in now_values if was.get(k) != now_values[k]]
         old, new = {k: was.get(k) for k in changed}, {k: now_values[k] for k in changed}
-    row = _row(action, actor, now, after, old, new, reason)
-    connection.execute(audit_log.insert(), [row])
-    return str(row["id"])
+    return _row(action, actor, now, after, old, new, reason)
 
 
-def tombstone(connection: Connection, actor: str, now: str, forgotten: list[Memory], reason: str) -> list[str]:
+def tombstone(actor: str, now: str, forgotten: list[Memory], reason: str) -> list[dict[str, Any]]:
     """A `forget` record per memory, without its content: only TOMBSTONE_FIELDS of what was removed."""
-    rows = [
+    return [
         _row("forget", actor, now, memory, {k: _values(memory)[k] for k in TOMBSTONE_FIELDS}, None, reason)
         for memory in forgotten
     ]
-    if rows:
-        connection.execute(audit_log.insert(), rows)
-    return [str(row["id"]) for row in rows]
 
 
 def _mentioning(memory_id: str):  # type: ignore[no-untyped-def]
@@ -96,7 +94,7 @@ def _scrubbed(values: Any, forgotten: set[str]) -> Any:
     }
 
 
-def scrub_audit(connection: Connection, ids: list[str]) -> list[tuple[str, dict[str, Any]]]:
+def scrub_audit(work: UnitOfWork, ids: list[str]) -> list[tuple[str, dict[str, Any]]]:
     """Cut every value but TOMBSTONE_FIELDS of these memories out of earlier audit records.
 
     Returns (memory id, values) of the before/after sides as they were: the caller derives the old
@@ -104,19 +102,15 @@ def scrub_audit(connection: Connection, ids: list[str]) -> list[tuple[str, dict[
     """
     forgotten = set(ids)
     found: list[tuple[str, dict[str, Any]]] = []
-    c = audit_log.c
     for memory_id in ids:
-        rows = list(connection.execute(select(c.id, c.before, c.after).where(_mentioning(memory_id))))
-        for row in rows:
+        for row in work.audit_mentioning(memory_id):
             before, after = json.loads(row.before), json.loads(row.after)
             for side in (before, after):
                 value = side.get(memory_id) if isinstance(side, dict) else None
                 if isinstance(value, dict):
                     found.append((memory_id, value))
-            connection.execute(update(audit_log).where(c.id == row.id).values(
-                before=json.dumps(_scrubbed(before, forgotten), ensure_ascii=False, sort_keys=True),
-                after=json.dumps(_scrubbed(after, forgotten), ensure_ascii=False, sort_keys=True),
-            ))
+            work.rewrite_audit(row.id, json.dumps(_scrubbed(before, forgotten), ensure_ascii=False, sort_keys=True),
+                               json.dumps(_scrubbed(after, forgotten), ensure_ascii=False, sort_keys=True))
     return found
 
 
@@ -145,8 +139,8 @@ def audit_records(
         statement = statement.where(c.created_at >= since)
     if until:
         statement = statement.where(c.created_at < until)
-    rowid: Any = literal_column("audit_log.rowid")
-    order = (c.created_at.desc(), rowid.desc()) if newest_first else (c.created_at, rowid)
+    written = insertion_order("audit_log", connection.dialect.name)
+    order = (c.created_at.desc(), written.desc()) if newest_first else (c.created_at, written)
     rows = connection.execute(statement.order_by(*order).limit(limit))
     return [_record(row._mapping) for row in rows]
 

@@ -7,7 +7,6 @@ import hashlib
 import json
 import os
 import queue
-import sqlite3
 import threading
 import warnings
 from collections import OrderedDict
@@ -18,8 +17,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .embedding_cache import EmbeddingCache
 from .errors import StoreError
-from .permissions import private_file
 from .records import Memory
 from .settings import RetrievalSettings
 from .timing import timed
@@ -237,7 +236,7 @@ def open_embedder(settings: RetrievalSettings, stored: str | None = None) -> Emb
     is one the export reproduces (retrieval.onnx_encoder), else PyTorch."""
     from .onnx_encoder import OnnxEmbedder, exportable
 
-    backend = settings.embedding_backend
+    backend: str = settings.embedding_backend
     if backend == "auto":
         if stored is not None:
             backend = stored.split(":", 1)[0]
@@ -313,58 +312,6 @@ def _trace_query_graph(model: Any) -> Any:
         return False
     expected = model.encode([probe], normalize_embeddings=True, show_progress_bar=False)[0]
     return graph if float(np.dot(traced, expected)) > 0.99999 else False
-
-
-class EmbeddingCache:
-    """Vectors keyed by (model name, sha256 of text) in a SQLite file, so no text is encoded twice."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = private_file(path)
-        self._local = threading.local()
-        with self._connection() as connection:
-            connection.execute(
-                "CREATE TABLE IF NOT EXISTS embeddings (model TEXT NOT NULL, sha256 TEXT NOT NULL, "
-                "vector BLOB NOT NULL, PRIMARY KEY (model, sha256)) WITHOUT ROWID"
-            )
-
-    def _connection(self) -> sqlite3.Connection:
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False)
-            connection.execute("PRAGMA journal_mode=WAL")
-            connection.execute("PRAGMA synchronous=NORMAL")
-            self._local.connection = connection
-        return connection
-
-    def get_many(self, model: str, digests: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        connection = self._connection()
-        unique = list(dict.fromkeys(digests))
-        for start in range(0, len(unique), 500):
-            chunk = unique[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            rows = connection.execute(
-                f"SELECT sha256, vector FROM embeddings WHERE model = ? AND sha256 IN ({marks})",
-                [model, *chunk],
-            )
-            for digest, blob in rows:
-                found[digest] = np.frombuffer(blob, dtype=np.float32)
-        return found
-
-    def put_many(self, model: str, items: Sequence[tuple[str, np.ndarray]]) -> None:
-        if not items:
-            return
-        with self._connection() as connection:
-            connection.executemany(
-                "INSERT OR IGNORE INTO embeddings (model, sha256, vector) VALUES (?, ?, ?)",
-                [(model, digest, np.asarray(v, dtype=np.float32).tobytes()) for digest, v in items],
-            )
-
-    def close(self) -> None:
-        connection = getattr(self._local, "connection", None)
-        if connection is not None:
-            connection.close()
-            self._local.connection = None
 
 
 class CachedEmbedder:

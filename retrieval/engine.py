@@ -1,8 +1,10 @@
 """The memory engine: opens the stores, keeps the vector index in step with the system of record.
 
-Every write commits to SQL first, then reaches the index, then records the version the index holds.
-A crash between those steps leaves records whose `indexed_version` lags; `repair` (run at every
-start) and `reindex` (a full rebuild) bring the index back from SQL and the embedding cache.
+Every write is a unit of work (`writing`): it commits to SQL first, then reaches the index, then
+records the version the index holds. A crash between those steps leaves records whose
+`indexed_version` lags; `repair` (run at every start) and `reindex` (a full rebuild) bring the index
+back from SQL and the embedding cache. A replica of a PostgreSQL store with its own embedded index
+follows the shared change sequence instead (retrieval.replica).
 """
 
 from __future__ import annotations
@@ -12,27 +14,32 @@ import fcntl
 import logging
 import os
 import shutil
+import secrets
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO
 
+import numpy as np
+
 from .access import AccessTracker
 from .permissions import secure_data_dir
-from .embedding import CachedEmbedder, Embedder, EmbeddingCache, memory_digest, open_embedder
+from .embedding import CachedEmbedder, Embedder, open_embedder
+from .embedding_cache import EmbeddingCache
 from .errors import IndexUnavailableError, ModelMismatchError, StorageFullError, StoreError
 from .faults import map_sql_faults
 from .freespace import FreeSpace
 from .index import IndexFilter, VectorIndex, open_index, point_for
 from .records import Memory, utc_now
+from .replica import ChangeFollower, HeldVersions
 from .settings import RetrievalSettings
 from .sparse import SparseEncoder
-from .store import MemoryStore
+from .store import MemoryStore, UnitOfWork, embed_digest, embedding_text
 from .timing import Phases
 from .tokens import TokenCounter, token_counter
 
-__all__ = ["MemoryEngine", "SESSION_CONTEXT_TURNS", "bm25_text", "embedding_text", "session_context"]
+__all__ = ["MemoryEngine", "SESSION_CONTEXT_TURNS", "bm25_text", "embedding_text", "lock_data_dir", "session_context"]
 
 log = logging.getLogger("xmemo.engine")
 
@@ -45,11 +52,6 @@ INDEX_BATCH = 512
 # (hybrid). The dense vector embeds the memory alone, which measured better than with context.
 SESSION_CONTEXT_TURNS = 2
 SESSION_CONTEXT_CHARS = 600  # per turn, so that one long turn cannot swamp its neighbour
-
-
-def embedding_text(memory: Memory) -> str:
-    """The text whose dense embedding represents a memory: its content alone."""
-    return memory.content
 
 
 def bm25_text(memory: Memory) -> str:
@@ -79,24 +81,36 @@ class MemoryEngine:
         self._closed = False
         self.phases = Phases()
         secure_data_dir(settings.data_dir)
-        self._lock_file = _lock_data_dir(settings.data_dir)
+        self._lock_file = lock_data_dir(settings.data_dir)
         self.space = FreeSpace(settings.data_dir, settings.disk_reserve_bytes)
         with self.phases("open the system of record"):
-            self.store = MemoryStore.open(settings.sql_path, self.space, settings.sqlite_busy_timeout_ms)
+            self.store = MemoryStore.open(settings.database_url or settings.sql_path, self.space,
+                                          settings.sqlite_busy_timeout_ms)
         inner = embedder or open_embedder(settings, self.store.get_meta("embedding_model"))
-        self.embedder = CachedEmbedder(inner, EmbeddingCache(settings.cache_path))
+        # On PostgreSQL the cache is the record's table, shared by every replica (retrieval.embedding_cache).
+        cache = EmbeddingCache(engine=self.store.engine) if self.store.is_postgresql else EmbeddingCache(settings.cache_path)
+        self.embedder = CachedEmbedder(inner, cache)
+        # Mode (b) of scaling out: a PostgreSQL record, an embedded index of this replica's own.
+        self.follows = self.store.is_postgresql and not settings.qdrant_url
+        self.held = HeldVersions()
+        self.follower: ChangeFollower | None = None
         self.sparse = SparseEncoder()
         self.tokens: TokenCounter = token_counter()
         self.write_lock = threading.RLock()
         self.access = AccessTracker(self.store, clock)
         with self.phases("open the index"):
             self.index: VectorIndex = self._open_index(allow_model_change)
+        if self.follows:
+            store_id = self.store.ensure_meta("store_id", secrets.token_hex(8))
+            self.follower = ChangeFollower(self, settings.data_dir / "follow.json", store_id)
         if not allow_model_change:
             try:
                 with self.phases("check the index against the record"):
                     self.repair()
             except StorageFullError as error:  # reads still work; the next start or write catches up
                 log.warning("index repair postponed: %s", error.message)
+        if self.follower is not None and not allow_model_change:
+            self.follower.start()
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -133,7 +147,10 @@ class MemoryEngine:
     def _fresh_edge_index(self, dimension: int) -> VectorIndex:
         """An empty embedded index in place of the old one; `repair` then fills it from SQL."""
         _remove_tree(self.settings.edge_path)
-        self.store.clear_indexed()
+        if self.follows:
+            (self.settings.data_dir / "follow.json").unlink(missing_ok=True)
+        else:
+            self.store.clear_indexed()
         return open_index(self.settings, dimension)
 
     def warm(self) -> None:
@@ -154,6 +171,8 @@ class MemoryEngine:
         if self._closed:
             return
         self._closed = True
+        if self.follower is not None:
+            self.follower.stop()
         self.access.flush()
         self.index.close()
         self.embedder.cache.close()
@@ -166,6 +185,25 @@ class MemoryEngine:
     def __exit__(self, *_: object) -> None:
         self.close()
 
+    # -- writing ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[UnitOfWork]:
+        """The one way to change the record: under this process's write lock, one transaction
+        (store.UnitOfWork); once it commits, the index takes what changed. Raising rolls back."""
+        with self.write_lock:
+            with self.store.unit_of_work() as work:
+                yield work
+            if work.deleted:
+                self.index.delete(work.deleted)
+                self.held.forget(work.deleted)
+            changed = list(work.changed.values())
+            if work.recontext:
+                changed += [m for m in self.store.get_many(sorted(work.recontext - set(work.changed))).values()]
+            if changed:
+                given = [work.vectors[m.id] for m in changed if m.id in work.vectors]
+                self.sync(changed, np.stack(given) if len(given) == len(changed) else None)
+
     # -- keeping the index in step ------------------------------------------------------------
 
     def vectors_for(self, memories: Sequence[Memory]):  # type: ignore[no-untyped-def]
@@ -174,7 +212,7 @@ class MemoryEngine:
         self.space.check()
         texts = [embedding_text(m) for m in memories]
         with map_sql_faults("the embedding cache failed"):
-            return self.embedder.embed_with_digests(texts, [memory_digest(m, t) for m, t in zip(memories, texts)])
+            return self.embedder.embed_with_digests(texts, [embed_digest(m) for m in memories])
 
     def sync(self, memories: Sequence[Memory], vectors=None) -> None:  # type: ignore[no-untyped-def]
         """Write these records' current versions to the index, then record that it holds them
@@ -185,10 +223,19 @@ class MemoryEngine:
             points = [point_for(m, dense[i], self.sparse.document(bm25_text(m), m.semantic_key)) for i, m in enumerate(batch)]
             self.space.check()
             self.index.upsert(points)
-            self.store.mark_indexed((m.id, m.version) for m in batch)
+            self.held.record(batch)
+            if not self.follows:  # a replica's index is its own: the shared row cannot say what it holds
+                self.store.mark_indexed((m.id, m.version) for m in batch)
 
     def repair(self) -> int:
-        """Index every record whose current version the index lacks; reconcile counts. Returns fixes."""
+        """Index every record whose current version the index lacks; reconcile counts. Returns fixes.
+
+        A replica (self.follows) replays the change sequence from its saved mark instead."""
+        if self.follower is not None:
+            fixed = self.follower.catch_up()
+            if self.index.count() != self.store.count():
+                fixed += self._reconcile()
+            return fixed
         fixed = 0
         while True:
             rows = self.store.unindexed(INDEX_BATCH)
@@ -202,6 +249,19 @@ class MemoryEngine:
             self.index.flush()
             log.info("repaired %d index entries", fixed)
         return fixed
+
+    def reconcile_all(self) -> int:
+        """Index every record's current version and delete strays (a replica without a usable mark)."""
+        total = 0
+        batch: list[Memory] = []
+        for memory in self.store.iterate(batch=INDEX_BATCH):
+            batch.append(memory)
+            if len(batch) == INDEX_BATCH:
+                self.sync(batch)
+                total += len(batch)
+                batch = []
+        self.sync(batch)
+        return total + len(batch) + self._reconcile()
 
     def _reconcile(self) -> int:
         """Make the index hold exactly the SQL ids: add the missing, delete the strays."""
@@ -227,7 +287,9 @@ class MemoryEngine:
                 _remove_tree(self.settings.edge_path)
             self.index = open_index(self.settings, dimension)
             self.index.reset()
-            self.store.clear_indexed()
+            mark = self.store.last_change() if self.follows else 0
+            if not self.follows:
+                self.store.clear_indexed()
             total = 0
             batch: list[Memory] = []
             for memory in self.store.iterate(batch=INDEX_BATCH):
@@ -247,10 +309,14 @@ class MemoryEngine:
             self.store.set_meta("embedding_model", self.embedder.name)
             self.store.set_meta("embedding_dimension", str(dimension))
             self.store.set_meta("sparse_model", self.sparse.name)
+            if self.follower is not None:  # follow on from before the rebuild (replaying is idempotent)
+                self.follower.seq = mark
+                self.follower.checkpoint()
             return total
 
 
-def _lock_data_dir(data_dir: Path) -> IO[str]:
+def lock_data_dir(data_dir: Path) -> IO[str]:
+    """Hold the data dir for this process (released when the returned file closes); StoreError if taken."""
     handle = open(data_dir / "xmemo.lock", "a+")
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)

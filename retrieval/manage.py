@@ -8,7 +8,6 @@ whether it exists.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -20,9 +19,9 @@ from .engine import SESSION_CONTEXT_CHARS, MemoryEngine
 from .errors import ConflictError, ValidationError
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters, format_time
 from .policy import act_for_owner, member_team, require
-from .store import Listing
+from .store import Listing, UnitOfWork, embed_digest
 from .validation import check_content, check_field, check_metadata, check_path, check_range, check_unit, optional_time
-from .writes import WriteResult, _digest, record_from_line, visible_memory
+from .writes import WriteResult, record_from_line, visible_memory
 
 __all__ = [
     "BATCH_LIMIT",
@@ -193,7 +192,7 @@ def memory_history(engine: MemoryEngine, principal: Principal, memory_id: str) -
     sources = engine.store.get_many(list(memory.derived_from))
     supersedes = memory.metadata.get("supersedes")
     earlier = engine.store.get_many([supersedes]) if isinstance(supersedes, str) else {}
-    with engine.store.engine.connect() as connection:
+    with engine.store.reading() as connection:
         trail = audit_records(connection, principal, memory_id=memory.id, limit=1000, newest_first=False)
     return History(
         memory=memory,
@@ -241,18 +240,15 @@ def edit_memory(engine: MemoryEngine, principal: Principal, memory_id: str, expe
                 changes: dict[str, Any]) -> Memory:
     """A new version with `changes` (fields of EDITABLE); 409 unless the memory is at `expected_version`."""
     require(principal, "memory:write")
-    with engine.write_lock:
-        memory = visible_memory(engine, principal, memory_id)
-        _check_version(memory, expected_version)
-        fields = _edited(memory, changes)
-        now = format_time(engine.clock())
-        edited = replace(memory, **fields, updated_at=now, version=memory.version + 1)
-        vectors = engine.vectors_for([edited])
-        with engine.store.engine.begin() as connection:
-            engine.store.replace(edited, memory.version, connection)
-            engine.store.set_embed_sha(edited.id, _digest(edited), connection)
-            audit_change(connection, "edit", actor_of(principal), now, memory, edited)
-        engine.sync([edited], vectors)
+    memory = visible_memory(engine, principal, memory_id)
+    _check_version(memory, expected_version)
+    fields = _edited(memory, changes)
+    now = format_time(engine.clock())
+    edited = replace(memory, **fields, updated_at=now, version=memory.version + 1)
+    vectors = engine.vectors_for([edited])  # encoded before the write lock; the version check below holds
+    with engine.writing() as work:
+        work.replace(edited, memory.version, vectors[0])
+        work.audit([audit_change("edit", actor_of(principal), now, memory, edited)])
     return edited
 
 
@@ -264,7 +260,7 @@ def set_status(engine: MemoryEngine, principal: Principal, memory_id: str, statu
     holds the key); a restored memory whose `expires_at` has passed loses it, or reflect would expire it again.
     """
     require(principal, "memory:write")
-    with engine.write_lock:
+    with engine.writing() as work:
         memory = visible_memory(engine, principal, memory_id)
         _check_version(memory, expected_version)
         if memory.status == status:
@@ -277,10 +273,8 @@ def set_status(engine: MemoryEngine, principal: Principal, memory_id: str, statu
             expires_at = None
         changed = replace(memory, status=status, expires_at=expires_at, updated_at=now, version=memory.version + 1)
         action = "restore" if status == MemoryStatus.ACTIVE else "archive"
-        with engine.store.engine.begin() as connection:
-            engine.store.replace(changed, memory.version, connection)
-            audit_change(connection, action, actor_of(principal), now, memory, changed)
-        engine.sync([changed], engine.vectors_for([changed]))
+        work.replace(changed, memory.version)
+        work.audit([audit_change(action, actor_of(principal), now, memory, changed)])
     return changed
 
 
@@ -296,10 +290,9 @@ def forget_memory(engine: MemoryEngine, principal: Principal, memory_id: str,
     version's), the query cache, its words in its session's BM25 contexts and in earlier audit records.
     A `forget` audit record without content remains."""
     require(principal, "memory:write")
-    with engine.write_lock:
-        memory = visible_memory(engine, principal, memory_id)
-        _check_version(memory, expected_version)
-        return _forget(engine, principal, [memory], "forgotten on request")
+    memory = visible_memory(engine, principal, memory_id)
+    _check_version(memory, expected_version)
+    return _forget(engine, principal, [memory], "forgotten on request", expected_version)
 
 
 def forget_owner(engine: MemoryEngine, principal: Principal, owner_id: str) -> Forgotten:
@@ -307,39 +300,37 @@ def forget_owner(engine: MemoryEngine, principal: Principal, owner_id: str) -> F
     teams (retrieval.policy: admin reaches other owners, never other teams; the operator, every team)."""
     require(principal, "memory:admin")
     owner_id = check_field(owner_id, "owner_id", allow_empty=False)
-    with engine.write_lock:
-        with engine.store.engine.connect() as connection:
-            ids = engine.store.owner_ids(owner_id, connection)
-        memories = [m for m in engine.store.get_many(ids).values()
-                    if m.team_id is None or principal.operator or m.team_id in principal.team_ids]
-        return _forget(engine, principal, memories, f"every memory of owner {owner_id} forgotten by an admin")
+    chosen = [m for m in engine.store.get_many(engine.store.owner_ids(owner_id)).values()
+              if m.team_id is None or principal.operator or m.team_id in principal.team_ids]
+    return _forget(engine, principal, chosen, f"every memory of owner {owner_id} forgotten by an admin")
 
 
-def _forget(engine: MemoryEngine, principal: Principal, memories: Sequence[Memory], reason: str) -> Forgotten:
-    ids = [m.id for m in memories]
+def _forget(engine: MemoryEngine, principal: Principal, chosen: Sequence[Memory], reason: str,
+            expected_version: int | None = None) -> Forgotten:
+    ids = [m.id for m in chosen]
     now = format_time(engine.clock())
-    with engine.store.engine.begin() as connection:
-        earlier = scrub_audit(connection, ids)
-        engine.store.delete(ids, connection)
-        rewritten = _drop_from_contexts(engine, memories, earlier, connection)
-        audit_ids = tombstone(connection, actor_of(principal), now, list(memories), reason)
-        digests = _embedding_keys(memories, earlier)
-        unused = sorted(set(digests) - engine.store.embed_shas_in_use(digests, connection))
-    engine.index.delete(ids)
-    _drop_cached_vectors(engine, unused)
+    with engine.writing() as work:
+        stored = work.versions(ids)  # what was read is what goes: a memory changed meanwhile is a conflict
+        moved = [m.id for m in chosen if stored.get(m.id) != m.version]
+        if moved:
+            raise ConflictError(f"memories changed while being forgotten: {', '.join(moved[:5])}; try again")
+        earlier = scrub_audit(work, ids)
+        work.delete(ids)
+        _drop_from_contexts(work, chosen, earlier)
+        audit_ids = work.audit(tombstone(actor_of(principal), now, list(chosen), reason))
+        digests = _embedding_keys(chosen, earlier)
+        unused = sorted(set(digests) - work.embed_shas_in_use(digests))
+    engine.embedder.cache.delete_many(unused)
     _clear_query_cache(engine)
-    if rewritten:
-        fresh = list(engine.store.get_many(rewritten).values())
-        engine.sync(fresh, engine.vectors_for(fresh))
     engine.index.flush()
     engine.index.optimize()  # merge segments, so that deleted vectors do not linger on disk
     return Forgotten(ids, audit_ids)
 
 
-def _drop_from_contexts(engine: MemoryEngine, forgotten: Sequence[Memory], earlier: list[tuple[str, dict[str, Any]]],
-                       connection: Any) -> list[str]:
+def _drop_from_contexts(work: UnitOfWork, forgotten: Sequence[Memory],
+                        earlier: list[tuple[str, dict[str, Any]]]) -> None:
     """Later turns of the same session carry a forgotten turn's text (any version of it) in their BM25
-    context (engine.session_context); cut those lines out. Returns the ids rewritten."""
+    context (engine.session_context); cut those lines out (the index takes them after the commit)."""
     gone = {m.id for m in forgotten}
     rewritten: dict[str, str | None] = {}
     for memory in forgotten:
@@ -347,34 +338,24 @@ def _drop_from_contexts(engine: MemoryEngine, forgotten: Sequence[Memory], earli
             continue
         texts = [memory.content] + [v["content"] for i, v in earlier if i == memory.id and isinstance(v.get("content"), str)]
         for snippet in {text[:SESSION_CONTEXT_CHARS] for text in texts}:
-            for other in engine.store.with_context_containing(memory.owner_id, memory.session_id, snippet, connection):
+            for other in work.with_context_containing(memory.owner_id, memory.session_id, snippet):
                 context = rewritten.get(other.id, other.context)
                 if other.id in gone or context is None:
                     continue
                 kept = "\n".join(line for line in context.split("\n") if line != snippet) or None
-                engine.store.set_context(other.id, kept, connection)
+                work.set_context(other.id, kept)
                 rewritten[other.id] = kept
-    return list(rewritten)
 
 
 def _embedding_keys(memories: Sequence[Memory], earlier: list[tuple[str, dict[str, Any]]]) -> list[str]:
     """The cache keys of the current and every audited earlier content of these memories."""
-    keys = [_digest(m) for m in memories]
+    keys = [embed_digest(m) for m in memories]
     by_id = {m.id: m for m in memories}
     for memory_id, values in earlier:
         content = values.get("content")
         if isinstance(content, str) and memory_id in by_id:
             keys.append(memory_digest(by_id[memory_id], content))
     return list(dict.fromkeys(keys))
-
-
-def _drop_cached_vectors(engine: MemoryEngine, digests: Sequence[str]) -> None:
-    # EmbeddingCache has no delete; this is its table layout (retrieval/embedding.py).
-    if not digests:
-        return
-    connection = engine.embedder.cache._connection()
-    with connection:
-        connection.executemany("DELETE FROM embeddings WHERE sha256 = ?", [(d,) for d in digests])
 
 
 def _clear_query_cache(engine: MemoryEngine) -> None:
@@ -399,15 +380,12 @@ def remember_batch(engine: MemoryEngine, principal: Principal, items: Sequence[d
         raise ValidationError(f"a batch holds 1 to {BATCH_LIMIT} memories")
     now = format_time(engine.clock())
     built = [record_from_line(principal, {**item, "source": item.get("source") or "batch"}, now) for item in items]
-    with engine.write_lock:
+    unseen = {m.id: m for m in built if m.id not in engine.store.get_many([m.id for m in built])}
+    vectors = dict(zip(unseen, engine.vectors_for(list(unseen.values())))) if unseen else {}
+    with engine.writing() as work:  # read again under the write lock: a concurrent same batch wrote first
         existing = engine.store.get_many([m.id for m in built])
-        fresh = list({m.id: m for m in built if m.id not in existing}.values())
-        vectors = engine.vectors_for(fresh) if fresh else None
-        with engine.store.engine.begin() as connection:
-            engine.store.insert([(m, _digest(m)) for m in fresh], connection)
-            for memory in fresh:
-                audit_change(connection, "create", actor_of(principal), now, None, memory, "batch")
-        if fresh:
-            engine.sync(fresh, vectors)
+        fresh = [m for i, m in unseen.items() if i not in existing]
+        work.insert(fresh, [vectors[m.id] for m in fresh])
+        work.audit([audit_change("create", actor_of(principal), now, None, m, "batch") for m in fresh])
     made = {m.id for m in fresh}
     return [WriteResult(existing.get(m.id, m), "created" if m.id in made else "unchanged") for m in built]

@@ -200,6 +200,23 @@ def _above_floor(ranked: list[Hydrated], floor: float) -> list[Hydrated]:
     return [h for h in ranked if h.ranked.score >= bar]
 
 
+def _left_out(window: list[Hydrated], ranked: list[Hydrated], packed: set[str], max_items: int) -> list[dict[str, Any]]:
+    """The memories read for a pack that it left out, best first, each with why.
+
+    `floor`: below the relevance floor. `budget`: among the top `max_items` above it, kept out by the
+    token budget (these are what `budget.dropped_items` counts). `item_limit`: further down, beyond
+    what `max_items` would take even with tokens to spare.
+    """
+    position = {h.memory.id: rank for rank, h in enumerate(ranked)}
+    left: list[dict[str, Any]] = []
+    for h in window:
+        rank = position.get(h.memory.id)
+        if rank is None or h.memory.id not in packed:
+            reason = "floor" if rank is None else "budget" if rank < max_items else "item_limit"
+            left.append({"id": h.memory.id, "reason": reason, "score": round(h.ranked.score, 6)})
+    return left
+
+
 def recall_context(
     engine: MemoryEngine,
     principal: Principal,
@@ -225,9 +242,9 @@ def recall_context(
         principal, team_id=team_id, bucket=bucket, scope=scope, path_filter=path_filter, memory_type=memory_type
     )
     retrieval = hybrid_retrieve(engine, filters, query, depth=max(CANDIDATE_DEPTH, 3 * max_items))
-    ranked, collapsed = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * max_items))
+    window, collapsed = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * max_items))
     floor = engine.settings.pack_relevance_floor if relevance_floor is None else relevance_floor
-    ranked = _above_floor(ranked, floor)
+    ranked = _above_floor(window, floor)
     retrieval.plan["relevance_floor"] = floor
     candidates = [
         PackCandidate(h.memory.id, f"{_date(h.memory)} · {h.memory.type.value} · {h.memory.path}", h.memory.content)
@@ -253,6 +270,7 @@ def recall_context(
     retrieval.plan["items"] = [{"id": ranked[i.rank].memory.id, **ranked[i.rank].ranked.components()} for i in pack.items]
     packed = {item.id for item in pack.items}
     retrieval.plan["collapsed"] = [c.to_dict() for c in collapsed if c.into in packed]
+    retrieval.plan["dropped"] = _left_out(window, ranked, packed, max_items)
     return {
         "version": PACK_VERSION,
         "query": query,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
@@ -99,35 +99,14 @@ class Memory:
     context: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The record as XMemo clients name its fields."""
-        return {
-            "id": self.id,
-            "owner_id": self.owner_id,
-            "team_id": self.team_id,
-            "bucket": self.bucket,
-            "scope": self.scope,
-            "path": self.path,
-            "type": self.type.value,
-            "content": self.content,
-            "semantic_key": self.semantic_key,
-            "state_key": self.state_key,
-            "event_type": self.event_type,
-            "importance": self.importance,
-            "confidence": self.confidence,
-            "source": self.source,
-            "session_id": self.session_id,
-            "metadata": dict(self.metadata),
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "occurred_at": self.occurred_at,
-            "last_accessed_at": self.last_accessed_at,
-            "access_count": self.access_count,
-            "expires_at": self.expires_at,
-            "status": self.status.value,
-            "version": self.version,
-            "derived_from": list(self.derived_from),
-            "context": self.context,
-        }
+        """The record as XMemo clients name its fields: every field but the content digest, JSON-ready."""
+        values = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in _NOT_SHOWN}
+        values.update(type=self.type.value, status=self.status.value, metadata=dict(self.metadata),
+                      derived_from=list(self.derived_from))
+        return values
+
+
+_NOT_SHOWN = ("content_sha256",)  # derived from the content; the store keeps it for the keyed no-op
 
 
 @dataclass(frozen=True, slots=True)

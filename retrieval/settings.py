@@ -9,7 +9,9 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["RetrievalSettings", "default_model_path"]
+__all__ = ["DATABASE_SCHEMES", "RetrievalSettings", "default_model_path"]
+
+DATABASE_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 
 
 def default_model_path() -> str:
@@ -25,6 +27,10 @@ class RetrievalSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="XMEMO_", extra="ignore")
 
     data_dir: Path = Field(default=Path("./xmemo-data"))
+    database_url: str | None = Field(
+        default=None, description="PostgreSQL system of record, postgresql://user:pass@host:port/db; "
+        "absent means SQLite in data_dir"
+    )
     qdrant_url: str | None = Field(default=None, validation_alias="QDRANT_URL")
     qdrant_api_key: str | None = Field(default=None, validation_alias="QDRANT_API_KEY")
     qdrant_collection: str = "xmemo_memories"
@@ -61,6 +67,10 @@ class RetrievalSettings(BaseSettings):
             self.embedding_model = default_model_path()
         if self.qdrant_url == "":
             self.qdrant_url = None
+        if not self.database_url:
+            self.database_url = None
+        elif not self.database_url.startswith(DATABASE_SCHEMES):
+            raise ValueError(f"database_url must start with one of {', '.join(DATABASE_SCHEMES)}")
         return self
 
     @property

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 import numpy as np
 
 from .backup import content_id, line_owner
-from .embedding import memory_digest, text_sha256
-from .engine import SESSION_CONTEXT_TURNS, MemoryEngine, embedding_text, session_context
+from .embedding import text_sha256
+from .engine import SESSION_CONTEXT_TURNS, MemoryEngine, session_context
 from .errors import ConflictError, NotFoundError, ValidationError
 from .index import IndexFilter
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters, format_time
 from .policy import WRITE, member_team, require
+from .store import UnitOfWork
 from .validation import (
     check_content,
     check_field,
@@ -104,20 +106,29 @@ def _new_memory(principal: Principal, request: RememberRequest, now: str, memory
     )
 
 
-def _digest(memory: Memory) -> str:
-    """The memory's embedding-cache key, its tenant's own (embedding.memory_digest); stored as embed_sha256."""
-    return memory_digest(memory, embedding_text(memory))
-
-
-def _sync(engine: MemoryEngine, memories: Sequence[Memory]) -> None:
-    engine.sync(memories, engine.vectors_for(memories))
-
-
 def _auto_type(request: RememberRequest) -> MemoryType:
     chosen = memory_type_or_auto(request.memory_type)
     if chosen is not None:
         return chosen
     return MemoryType.SEMANTIC if request.semantic_key else MemoryType.EPISODIC
+
+
+# Writers of one key take the key's lock first (UnitOfWork.lock: replicas of one PostgreSQL queue on
+# it), so they meet no conflict among themselves; a keyed write that still meets one (an edit or an
+# archive of the current version in between) starts again on what is there now.
+KEYED_ATTEMPTS = 3
+
+
+def _keyed_write(engine: MemoryEngine, write: Callable[[UnitOfWork], WriteResult]) -> WriteResult:
+    """Run `write` in a unit of work, again on a ConflictError, at most KEYED_ATTEMPTS times."""
+    for attempt in range(KEYED_ATTEMPTS):
+        try:
+            with engine.writing() as work:
+                return write(work)
+        except ConflictError:
+            if attempt == KEYED_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def remember(engine: MemoryEngine, principal: Principal, request: RememberRequest) -> WriteResult:
@@ -126,19 +137,21 @@ def remember(engine: MemoryEngine, principal: Principal, request: RememberReques
     now = format_time(engine.clock())
     memory = _new_memory(principal, request, now, _auto_type(request))
     vector = engine.vectors_for([memory])
-    with engine.write_lock:
+
+    def write(work: UnitOfWork) -> WriteResult:
         if memory.semantic_key is not None:
-            result = _remember_keyed(engine, memory, "semantic_key", memory.semantic_key, now)
+            result = _remember_keyed(work, memory, "semantic_key", memory.semantic_key, now, vector)
             if result is not None:
                 return result
         if request.dedupe:
-            result = _merge_near_duplicate(engine, memory, vector[0], now)
+            result = _merge_near_duplicate(engine, work, memory, vector[0], now)
             if result is not None:
                 return result
-        memory = _with_session_context(engine, memory)
-        engine.store.insert([(memory, _digest(memory))])
-        engine.sync([memory], vector)
-    return WriteResult(memory, "created")
+        fresh = _with_session_context(engine, memory)
+        work.insert([fresh], vector)
+        return WriteResult(fresh, "created")
+
+    return _keyed_write(engine, write)
 
 
 def _with_session_context(engine: MemoryEngine, memory: Memory) -> Memory:
@@ -149,28 +162,23 @@ def _with_session_context(engine: MemoryEngine, memory: Memory) -> Memory:
     return replace(memory, context=session_context(turns))
 
 
-def _remember_keyed(engine: MemoryEngine, memory: Memory, column: str, key: str, now: str) -> WriteResult | None:
+def _remember_keyed(work: UnitOfWork, memory: Memory, column: str, key: str, now: str,
+                    vector: np.ndarray | None = None) -> WriteResult | None:
     """The keyed upsert: unchanged when the content is the same, else a new version supersedes."""
-    with engine.store.engine.begin() as connection:
-        current = engine.store.find_active_by_key(
-            column, key, memory.owner_id, memory.bucket, memory.scope, memory.team_id, connection
-        )
-        if current is None:
-            return None
-        if current.content_sha256 == memory.content_sha256:
-            return WriteResult(current, "unchanged")
-        old = engine.store.set_status(current, MemoryStatus.SUPERSEDED, now, connection)
-        successor = replace(
-            memory,
-            version=current.version + 1,
-            metadata={**memory.metadata, "supersedes": current.id},
-        )
-        engine.store.insert([(successor, _digest(successor))], connection)
-    _sync(engine, [old, successor])
+    work.lock(json.dumps([column, memory.owner_id, memory.team_id, memory.bucket, memory.scope, key]))
+    current = work.find_active_by_key(column, memory, key)
+    if current is None:
+        return None
+    if current.content_sha256 == memory.content_sha256:
+        return WriteResult(current, "unchanged")
+    work.set_status(current, MemoryStatus.SUPERSEDED, now)
+    successor = replace(memory, version=current.version + 1, metadata={**memory.metadata, "supersedes": current.id})
+    work.insert([successor], vector)
     return WriteResult(successor, "superseded")
 
 
-def _merge_near_duplicate(engine: MemoryEngine, memory: Memory, vector: np.ndarray, now: str) -> WriteResult | None:
+def _merge_near_duplicate(engine: MemoryEngine, work: UnitOfWork, memory: Memory, vector: np.ndarray,
+                          now: str) -> WriteResult | None:
     """Merge into the most similar active memory of the same space when cosine >= dedupe_similarity."""
     filters = ReadFilters(
         owner_id=memory.owner_id,
@@ -182,20 +190,18 @@ def _merge_near_duplicate(engine: MemoryEngine, memory: Memory, vector: np.ndarr
     hits, _ = engine.index.search(vector, None, IndexFilter.from_read_filters(filters), 1, 0)
     if not hits or hits[0].score < engine.settings.dedupe_similarity:
         return None
-    with engine.store.engine.begin() as connection:
-        existing = engine.store.get(hits[0].id, connection)
-        if existing is None or not filters.admits(existing):
-            return None
-        merged = replace(
-            existing,
-            importance=max(existing.importance, memory.importance),
-            confidence=max(existing.confidence, memory.confidence),
-            metadata={**existing.metadata, **memory.metadata},
-            updated_at=now,
-            version=existing.version + 1,
-        )
-        engine.store.replace(merged, existing.version, connection)
-    _sync(engine, [merged])
+    existing = work.get(hits[0].id)
+    if existing is None or not filters.admits(existing):
+        return None
+    merged = replace(
+        existing,
+        importance=max(existing.importance, memory.importance),
+        confidence=max(existing.confidence, memory.confidence),
+        metadata={**existing.metadata, **memory.metadata},
+        updated_at=now,
+        version=existing.version + 1,
+    )
+    work.replace(merged, existing.version)
     return WriteResult(merged, "merged")
 
 
@@ -219,13 +225,15 @@ def update_state(
     )
     now = format_time(engine.clock())
     memory = replace(_new_memory(principal, request, now, MemoryType.WORKING), state_key=state_key)
-    with engine.write_lock:
-        result = _remember_keyed(engine, memory, "state_key", state_key, now)
+
+    def write(work: UnitOfWork) -> WriteResult:
+        result = _remember_keyed(work, memory, "state_key", state_key, now)
         if result is not None:
             return result
-        engine.store.insert([(memory, _digest(memory))])
-        _sync(engine, [memory])
-    return WriteResult(memory, "created")
+        work.insert([memory])
+        return WriteResult(memory, "created")
+
+    return _keyed_write(engine, write)
 
 
 def add_event(
@@ -252,10 +260,9 @@ def add_event(
     )
     now = format_time(engine.clock())
     memory = replace(_new_memory(principal, request, now, MemoryType.EPISODIC), event_type=event_type)
-    with engine.write_lock:
+    with engine.writing() as work:
         memory = _with_session_context(engine, memory)
-        engine.store.insert([(memory, _digest(memory))])
-        _sync(engine, [memory])
+        work.insert([memory])
     return WriteResult(memory, "created")
 
 
@@ -276,24 +283,18 @@ def archive_memory(
     With `expected_version`, a memory that is at another version is a conflict (nothing changes).
     """
     require(principal, WRITE)
-    with engine.write_lock:
+    with engine.writing() as work:
         memory = visible_memory(engine, principal, memory_id)
         if expected_version is not None and memory.version != expected_version:
             raise ConflictError(f"memory {memory_id} is at version {memory.version}, not {expected_version}")
         if memory.status == MemoryStatus.ARCHIVED:
             return memory
-        with engine.store.engine.begin() as connection:
-            archived = engine.store.set_status(memory, MemoryStatus.ARCHIVED, format_time(engine.clock()), connection)
-        _sync(engine, [archived])
-    return archived
+        return work.set_status(memory, MemoryStatus.ARCHIVED, format_time(engine.clock()))
 
 
-IMPORT_FIELDS = {
-    "id", "owner_id", "team_id", "bucket", "scope", "path", "type", "memory_type", "content", "semantic_key",
-    "state_key", "event_type", "importance", "confidence", "source", "session_id", "metadata", "created_at",
-    "updated_at", "occurred_at", "last_accessed_at", "access_count", "expires_at", "status", "version",
-    "derived_from", "context",
-}
+# What an import line may carry: the record's own fields as export writes them (Memory.to_dict), and
+# `memory_type`, the name remember's request gives the type.
+IMPORT_FIELDS = {f.name for f in fields(Memory)} - {"content_sha256"} | {"memory_type"}
 
 
 def record_from_line(principal: Principal | None, line: dict[str, Any], now: str) -> Memory:
@@ -408,9 +409,8 @@ def import_records(
         counts["skipped"] += len(pending) - len(fresh)
         if fresh:
             vectors = engine.vectors_for(fresh)
-            with engine.write_lock:
-                engine.store.insert([(m, _digest(m)) for m in fresh])
-                engine.sync(fresh, vectors)
+            with engine.writing() as work:
+                work.insert(fresh, vectors)
             counts["imported"] += len(fresh)
         if progress:
             progress(len(pending))

@@ -51,7 +51,6 @@ from .schemas import (
     ProjectContextBody,
     QueryText,
     RecallContextBody,
-    ReflectBody,
     RememberBody,
     StateBody,
     Timestamp,
@@ -62,6 +61,7 @@ from .console import ConsoleGate, console_pages, render_error_page
 from .docs_pages import add_offline_docs
 from .routes.context import AppContext, principal_of
 from .routes.memories import router as memories_router
+from .routes.models import ReflectPlanBody
 
 __all__ = ["create_app"]
 
@@ -92,7 +92,7 @@ def create_app(
 ) -> FastAPI:
     """Build the app. The stores open in its lifespan, unless an opened `engine` is handed in
     (as `xmemo serve` does, so that a store that cannot open fails before the port is bound)."""
-    keys = KeyStore.open(settings.retrieval.data_dir)
+    keys = KeyStore.open(settings.retrieval.data_dir, settings.retrieval.database_url)
     metrics = Metrics()
     holder: dict[str, MemoryEngine] = {}
 
@@ -185,10 +185,13 @@ def create_app(
         if not warmed.is_set():
             return _error(503, "not_ready", "warming up the model and the index")
         try:
-            points = running_engine().index.count()
+            engine = running_engine()
+            points = engine.index.count()
             keys.count()
         except XMemoError as error:
             return _error(503, "not_ready", error.message)
+        if engine.follower is not None and not engine.follower.healthy():
+            return _error(503, "not_ready", "behind the change sequence: the database has not answered of late")
         return JSONResponse({"status": "ready", "index_points": points})
 
     @app.get("/metrics", tags=["ops"], response_class=PlainTextResponse)
@@ -255,10 +258,12 @@ def create_app(
         return add_event(running_engine(), principal, **fields).to_dict()
 
     @app.post("/api/v1/reflect", tags=["reflect"])
-    def reflect_route(body: ReflectBody, request: Request) -> dict[str, Any]:
+    def reflect_route(body: ReflectPlanBody, request: Request) -> dict[str, Any]:
         fields = body.model_dump()
         fields["since"], fields["until"] = iso(body.since), iso(body.until)
-        return reflect(running_engine(), principal_of(request), ReflectRequest(**fields), settings.reflect)
+        expected_plan = fields.pop("expected_plan")
+        return reflect(running_engine(), principal_of(request), ReflectRequest(**fields), settings.reflect,
+                       expected_plan=expected_plan)
 
     @app.get("/api/v1/audit", tags=["reflect"])
     def audit_route(

@@ -71,7 +71,12 @@ def _settings(ctx: click.Context) -> RetrievalSettings:
         overrides["data_dir"] = Path(options["data_dir"])
     if options.get("qdrant_url"):
         overrides["qdrant_url"] = options["qdrant_url"]
-    return RetrievalSettings(**overrides)
+    if options.get("database_url"):
+        overrides["database_url"] = options["database_url"]
+    try:
+        return RetrievalSettings(**overrides)
+    except ValueError as error:  # pydantic's ValidationError: a malformed option or variable
+        raise ValidationError(f"invalid settings: {error}") from error
 
 
 def _engine(ctx: click.Context, **kwargs: Any) -> MemoryEngine:
@@ -93,9 +98,11 @@ def _emit(document: Any) -> None:
               help="Directory of the system of record and the embedded index.")
 @click.option("--qdrant-url", envvar="QDRANT_URL", default=None,
               help="Qdrant server URL; absent means the embedded Qdrant Edge store.")
+@click.option("--database-url", envvar="XMEMO_DATABASE_URL", default=None,
+              help="PostgreSQL system of record, postgresql://user:pass@host:5432/db; absent means SQLite in the data dir.")
 @click.option("-v", "--verbose", is_flag=True, help="Log to stderr.")
 @click.pass_context
-def cli(ctx: click.Context, data_dir: str, qdrant_url: str | None, verbose: bool) -> None:
+def cli(ctx: click.Context, data_dir: str, qdrant_url: str | None, database_url: str | None, verbose: bool) -> None:
     """xmemo: a self-hostable memory service for AI agents."""
     ctx.with_resource(private_umask())  # every file a command creates is its user's alone (retrieval.permissions)
     logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, stream=sys.stderr,
@@ -185,10 +192,10 @@ def import_command(ctx: click.Context, owner: str | None, batch_size: int, as_js
 def export_command(ctx: click.Context, owner: str | None, file: Path) -> None:
     """Write every record (all statuses) as JSON Lines that `xmemo import` takes back."""
     settings = _settings(ctx)
-    if not settings.sql_path.exists():
+    if settings.database_url is None and not settings.sql_path.exists():
         raise StoreError(f"no store at {settings.data_dir}")
     secure_data_dir(settings.data_dir)
-    store = MemoryStore.open(settings.sql_path)
+    store = MemoryStore.open(settings.database_url or settings.sql_path)
     count = 0
     temporary = file.with_name(file.name + ".partial")
     # The export holds every tenant's memories: readable by its maker only, like the data dir.
@@ -391,7 +398,8 @@ def serve_command(ctx: click.Context, host: str, port: int) -> None:
 
     settings = ServiceSettings(host=host, port=port, retrieval=_settings(ctx))
     admin_file = settings.retrieval.data_dir / "admin.key"
-    keys = KeyStore.open(settings.retrieval.data_dir)  # makes the data dir private, an older admin.key too
+    # makes the data dir private, an older admin.key too
+    keys = KeyStore.open(settings.retrieval.data_dir, settings.retrieval.database_url)
     if keys.count() == 0:
         issued = keys.create("admin", agent_id="admin", scopes=("memory:read", "memory:write", "memory:admin"))
         descriptor = os.open(admin_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
@@ -438,7 +446,8 @@ def keys_group() -> None:
 def _key_store(ctx: click.Context):  # type: ignore[no-untyped-def]
     from .keys import KeyStore
 
-    return KeyStore.open(_settings(ctx).data_dir)
+    settings = _settings(ctx)
+    return KeyStore.open(settings.data_dir, settings.database_url)
 
 
 @keys_group.command("create")
@@ -599,3 +608,4 @@ def main() -> None:
 
 
 from . import cli_manage  # noqa: E402,F401  (registers `xmemo memories ...` on the group)
+from . import cli_store  # noqa: E402,F401  (registers `xmemo migrate-store` on the group)

@@ -1,7 +1,9 @@
 """API keys: random, shown once, stored as a digest, compared in constant time, revocable.
 
 A key reads `xmk_<key id>_<secret>`. The id finds the row; the secret is checked against its
-SHA-256 digest with `hmac.compare_digest`. Keys live in the data dir's SQLite file, table api_keys.
+SHA-256 digest with `hmac.compare_digest`. Keys live in table api_keys: in the data dir's SQLite file
+`keys.sqlite`, or in the PostgreSQL system of record beside the memories (every replica sees every
+key). The table is made by a named migration, recorded in schema_migrations like the record's.
 """
 
 from __future__ import annotations
@@ -10,17 +12,19 @@ import hashlib
 import hmac
 import json
 import secrets
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Column, Engine, MetaData, String, Table, Text, select, update
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 
 from retrieval import AuthenticationError, Principal, StoreError, ValidationError
 from retrieval.permissions import private_file, secure_data_dir
 from retrieval.records import format_time, utc_now
-from retrieval.schema import open_engine
+from retrieval.schema import migrate, open_engine
 
 __all__ = ["ALL_SCOPES", "IssuedKey", "KeyStore"]
 
@@ -35,6 +39,14 @@ api_keys = Table(
     Column("created_at", String, nullable=False),
     Column("revoked_at", String, nullable=True),
 )
+
+
+def _k001_api_keys(connection: Connection) -> None:
+    _metadata.create_all(connection, checkfirst=True)
+
+
+# Append new steps; never edit an applied one. Names differ from the record's (one table records both on PostgreSQL).
+KEY_MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [("k001_api_keys", _k001_api_keys)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,16 +92,19 @@ class KeyStore:
 
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
-        _metadata.create_all(engine)
+        migrate(engine, format_time(utc_now()), KEY_MIGRATIONS)
 
     @classmethod
-    def open(cls, data_dir: Path) -> KeyStore:
-        """The key store of a data dir, which it makes private first (retrieval.permissions)."""
+    def open(cls, data_dir: Path, database_url: str | None = None) -> KeyStore:
+        """The key store of a data dir (made private first, retrieval.permissions), or of the
+        PostgreSQL system of record at `database_url`."""
         secure_data_dir(data_dir)
         try:
+            if database_url:
+                return cls(open_engine(database_url))
             return cls(open_engine(private_file(data_dir / "keys.sqlite")))
         except OperationalError as error:
-            raise StoreError(f"cannot open the key store in {data_dir}: {error}") from error
+            raise StoreError(f"cannot open the key store in {database_url or data_dir}: {error}") from error
 
     def create(
         self,
@@ -155,9 +170,34 @@ class KeyStore:
             )
         return result.rowcount == 1
 
+    def rows(self) -> tuple[dict[str, Any], ...]:
+        """Every stored row as it is (digests, not keys): what `xmemo migrate-store` copies."""
+        with self.engine.connect() as connection:
+            return tuple(dict(r._mapping) for r in connection.execute(select(api_keys).order_by(api_keys.c.key_id)))
+
+    def add_rows(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Store rows of another key store whose key id is not here yet; returns how many were added."""
+        with self.engine.begin() as connection:
+            present = {r[0] for r in connection.execute(select(api_keys.c.key_id))}
+            fresh = [row for row in rows if row["key_id"] not in present]
+            if fresh:
+                connection.execute(api_keys.insert(), fresh)
+        return len(fresh)
+
     def count(self) -> int:
         with self.engine.connect() as connection:
             return len(list(connection.execute(select(api_keys.c.key_id))))
 
     def close(self) -> None:
         self.engine.dispose()
+
+    def principal_of(self, key_id: str) -> Principal:
+        """The principal of a key found by its id (a console session's); AuthenticationError if unknown or revoked."""
+        try:
+            with self.engine.connect() as connection:
+                row = connection.execute(select(api_keys).where(api_keys.c.key_id == key_id)).first()
+        except OperationalError as error:
+            raise StoreError("the authorization store is unavailable") from error
+        if row is None or row.revoked_at is not None:
+            raise AuthenticationError("invalid or revoked API key")
+        return _principal_from(json.loads(row.principal))

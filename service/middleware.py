@@ -167,20 +167,23 @@ class EdgeMiddleware:
             return
         if scope["path"] not in PUBLIC_PATHS:
             authorization = headers.get("authorization", "")
-            if state["authorization_headers"] > 1:  # never pick one of several keys
+            if "console_principal" in state:  # the console gate authorised its session from the key's row
+                key_id, principal = state["console_principal"]
+            elif state["authorization_headers"] > 1:  # never pick one of several keys
                 await reply(401, "unauthorized", "more than one Authorization header")
                 return
-            if not authorization.lower().startswith("bearer ") or not authorization[7:].strip():
+            elif not authorization.lower().startswith("bearer ") or not authorization[7:].strip():
                 await reply(401, "unauthorized", "missing bearer API key")
                 return
-            try:
-                key_id, principal = await to_thread.run_sync(self.keys.resolve, authorization[7:].strip())
-            except AuthenticationError as error:
-                await reply(401, error.code, error.message)
-                return
-            except StoreError as error:
-                await reply(503, error.code, error.message)
-                return
+            else:
+                try:
+                    key_id, principal = await to_thread.run_sync(self.keys.resolve, authorization[7:].strip())
+                except AuthenticationError as error:
+                    await reply(401, error.code, error.message)
+                    return
+                except StoreError as error:
+                    await reply(503, error.code, error.message)
+                    return
             state["principal"], state["key_id"] = principal, key_id
             wait = self.limiter.retry_after(key_id) if self.limiter is not None else 0
             if wait:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -29,3 +31,9 @@ class ServiceSettings(BaseSettings):
     reflect_apply: bool = False
     reflect_actions: str = ""
     reflect_time_window_hours: float = Field(default=24.0, gt=0.0)
+    # Where the console's status page finds `xmemo eval --out` reports (report.json and chart.png, in
+    # this directory or its subdirectories; the newest is shown). Unset: `<data dir>/eval`.
+    eval_reports_dir: Path | None = None
+
+    def reports_dir(self) -> Path:
+        return self.eval_reports_dir or self.retrieval.data_dir / "eval"

@@ -66,9 +66,21 @@ def clock() -> FixedClock:
     return FixedClock(datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc))
 
 
-def settings_for(data_dir: Path, backend: str) -> RetrievalSettings:
+def settings_for(data_dir: Path, backend: str, database_url: str | None = None) -> RetrievalSettings:
     url = None if backend == "edge" else f"path:{data_dir / 'qdrant-local'}"
-    return RetrievalSettings(data_dir=data_dir, qdrant_url=url)
+    return RetrievalSettings(data_dir=data_dir, qdrant_url=url, database_url=database_url)
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
+    """Each system of record in turn: SQLite in the data dir (None), then a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        yield None
+        return
+    from .pg import fresh_database
+
+    with fresh_database() as url:
+        yield url
 
 
 @pytest.fixture
@@ -76,8 +88,10 @@ def make_engine(tmp_path: Path) -> Iterator[Callable[..., MemoryEngine]]:
     """Open engines on real SQLite and a real index in tmp dirs; all are closed at teardown."""
     opened: list[MemoryEngine] = []
 
-    def factory(embedder=None, backend: str = "edge", name: str = "data", **kwargs) -> MemoryEngine:  # type: ignore[no-untyped-def]
-        engine = MemoryEngine(settings_for(tmp_path / name, backend), embedder=embedder or FakeEmbedder(), **kwargs)
+    def factory(embedder=None, backend: str = "edge", name: str = "data", database_url: str | None = None,  # type: ignore[no-untyped-def]
+                **kwargs) -> MemoryEngine:
+        settings = settings_for(tmp_path / name, backend, database_url)
+        engine = MemoryEngine(settings, embedder=embedder or FakeEmbedder(), **kwargs)
         opened.append(engine)
         return engine
 

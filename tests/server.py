@@ -23,19 +23,28 @@ def free_port() -> int:
 class RunningServer:
     """Starts the service as its own process and stops it; keys are issued straight into its data dir."""
 
-    def __init__(self, data_dir: Path, extra_env: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, extra_env: dict[str, str] | None = None, database_url: str | None = None,
+                 wait: bool = True) -> None:
         import os
 
         self.data_dir = data_dir
+        self.database_url = database_url
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = (data_dir.parent / f"server-{self.port}.log").open("w")
+        database = ["--database-url", database_url] if database_url else []
         self.process = subprocess.Popen(
-            [sys.executable, "-c", "from service.cli import main; main()", "--data-dir", str(data_dir),
+            [sys.executable, "-c", "from service.cli import main; main()", "--data-dir", str(data_dir), *database,
              "serve", "--port", str(self.port)],
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(extra_env or {})},
         )
-        deadline = time.monotonic() + 120
+        self.log_path = data_dir.parent / f"server-{self.port}.log"
+        if wait:
+            self.wait_ready()
+
+    def wait_ready(self, seconds: float = 120) -> None:
+        data_dir = self.data_dir
+        deadline = time.monotonic() + seconds
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise RuntimeError(f"server exited: {(data_dir.parent / f'server-{self.port}.log').read_text()}")
@@ -48,9 +57,11 @@ class RunningServer:
         else:
             self.stop()
             raise RuntimeError("server did not become ready")
-        self.admin_key = (data_dir / "admin.key").read_text().strip()
-        self.log_path = data_dir.parent / f"server-{self.port}.log"
-        self.keys = KeyStore.open(data_dir)
+        if not hasattr(self, "keys"):
+            self.keys = KeyStore.open(data_dir, self.database_url)
+        admin = data_dir / "admin.key"  # a replica that did not start first finds its key store filled
+        self.admin_key = admin.read_text().strip() if admin.exists() else self.key("admin", scopes=(
+            "memory:read", "memory:write", "memory:admin"))
 
     def key(self, owner: str, **kwargs: Any) -> str:
         return self.keys.create(owner, **kwargs).key

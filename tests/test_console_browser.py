@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from .server import RunningServer
 pytestmark = pytest.mark.slow
 
 CHROMIUM = Path("/usr/bin/chromium")
+ACTIONS = ("summarize", "promote", "expire", "decay", "archive")
 SHOTS = Path(__file__).resolve().parent / "artifacts" / "console"
 
 
@@ -150,11 +154,23 @@ def test_a_person_finds_corrects_forgets_reflects_and_manages_keys(server, brows
     page.get_by_role("button", name="Dry run").click()
     page.get_by_role("heading", name="expire (1)").wait_for()
     assert api.get(f"/api/v1/memories/{ids['old']}").json()["status"] == "active"  # a dry run writes nothing
+    reviewed = api.post("/api/v1/reflect", json={"dry_run": True, "actions_csv": ",".join(ACTIONS)}).json()
+    assert page.locator("#plan-digest").inner_text() == reviewed["plan_digest"][:12]
     _shot(page, "06-reflect-dry-run")
+    # A memory changes between the review and the apply: the apply refuses, and writes nothing.
+    api.patch(f"/api/v1/memories/{ids['db']}", json={"expected_version": 1, "expires_at": "2021-01-01T00:00:00Z"})
+    page.get_by_role("button", name="Apply").click()
+    page.get_by_role("heading", name="Changed meanwhile").wait_for()
+    assert "changed since the plan was reviewed" in page.get_by_role("alert").inner_text()
+    assert {api.get(f"/api/v1/memories/{ids[n]}").json()["status"] for n in ("old", "db")} == {"active"}
+    _shot(page, "06b-reflect-changed-meanwhile")
+    page.get_by_role("link", name="Back to reflect").click()
+    page.get_by_role("button", name="Dry run").click()
+    page.get_by_role("heading", name="expire (2)").wait_for()
     page.get_by_role("button", name="Apply").click()
     page.get_by_role("heading", name="Reflect applied").wait_for()
     shown_ids = page.locator("#audit-ids li").all_inner_texts()
-    assert api.get(f"/api/v1/memories/{ids['old']}").json()["status"] == "expired"
+    assert {api.get(f"/api/v1/memories/{ids[n]}").json()["status"] for n in ("old", "db")} == {"expired"}
     audited = {r["id"] for r in api.get("/api/v1/audit").json()["records"]}
     assert shown_ids and set(shown_ids) <= audited
     _shot(page, "07-reflect-applied")
@@ -190,4 +206,146 @@ def test_a_person_finds_corrects_forgets_reflects_and_manages_keys(server, brows
     storage = page.evaluate("JSON.stringify([Object.keys(localStorage), Object.keys(sessionStorage), document.cookie])")
     assert json.loads(storage) == [[], [], ""]  # the session cookie is HttpOnly; nothing kept in storage
     assert all(server.admin_key not in c["value"] for c in page.context.cookies())
+    assert outside == []
+
+
+def _signed_in(page: Any, server: RunningServer) -> None:
+    """The page at /ui/ with a live session (signing in when this test runs alone)."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{server.url}/ui/")
+    if page.url.endswith("/ui/login"):
+        page.get_by_label("API key").fill(server.admin_key)
+        page.get_by_role("button", name="Sign in").click()
+        page.get_by_role("heading", name="Memories").wait_for()
+
+
+def _rows(page: Any, table: str) -> list[list[str]]:
+    return [row.locator("td").all_inner_texts() for row in page.locator(f"#{table} tbody tr").all()]
+
+
+AURORA = ("Aurora trip logistics. The aurora trip leaves from Tromsø on 12 February. We take the night bus "
+          "north of the city, away from the street lights, and stay out until two in the morning when the "
+          "forecast shows a strong geomagnetic storm. The guide brings hot drinks, tripods and spare boots; "
+          "we bring warm layers, a head torch with a red light and a fully charged phone.")
+
+
+def test_the_recall_playground_shows_what_was_dropped_shortened_and_collapsed(server, browser_page):
+    page, outside = browser_page
+    api = _api(server)
+    ids = {name: _remember(api, text, "trips/aurora") for name, text in [
+        ("logistics", AURORA),
+        ("departure", "The aurora trip leaves from Tromsø on 12 February."),  # words the logistics note holds
+        ("camera", "Aurora trip camera settings: manual focus at infinity, ISO 1600 to 3200, exposures of five "
+                   "to fifteen seconds on a tripod, the widest aperture the lens has, and spare batteries kept "
+                   "warm in an inside pocket because the cold drains them within the hour near Tromsø."),
+        ("clothes", "Aurora trip clothing for Tromsø: wool base layers, a fleece, a down jacket, insulated "
+                    "trousers, two pairs of wool socks, mittens over thin gloves, and a hat that covers the "
+                    "ears; it can be minus twenty at night on the tundra while we wait for the lights."),
+        ("budget", "Aurora trip budget: the Tromsø chase tour costs about 1,500 kroner a night, the flights were "
+                   "booked in October, the cabin is shared by four people, and the spare evening is kept for "
+                   "a second chase if the first night is cloudy or the forecast is weak."),
+    ]}
+    _signed_in(page, server)
+    page.goto(f"{server.url}/ui/recall")
+    query = "aurora trip to Tromsø"
+    page.get_by_label("Query").fill(query)
+    page.get_by_label("Max items (1–50)").fill("2")
+    page.get_by_label("Max tokens (1–12000)").fill("80")
+    page.get_by_role("button", name="Recall").click()
+    page.get_by_role("heading", name="Dropped, shortened and collapsed").wait_for()
+    _shot(page, "05b-recall-left-out")
+
+    pack = api.post("/v1/recall/context", json={"query": query, "max_items": 2, "max_tokens": 80}).json()
+    plan = pack["retrieval_plan"]
+    dropped = [[row[0], page.locator("#dropped tbody tr").nth(n).locator("td").nth(1).get_attribute("data-reason")]
+               for n, row in enumerate(_rows(page, "dropped"))]
+    assert dropped == [[d["id"], d["reason"]] for d in plan["dropped"]]
+    assert {d["reason"] for d in plan["dropped"]} == {"budget", "item_limit"}
+    assert sum(d["reason"] == "budget" for d in plan["dropped"]) == pack["budget"]["dropped_items"]
+    shortened = [link.inner_text() for link in page.locator("#shortened a").all()]
+    assert shortened == [i["id"] for i in pack["items"] if i["shortened"]] and shortened
+    collapsed = [row[:2] for row in _rows(page, "collapsed")]
+    assert collapsed == [[c["id"], c["into"]] for c in plan["collapsed"]]
+    assert {"id": ids["departure"], "into": ids["logistics"], "reason": "contained"} in plan["collapsed"]
+    accounted = [i["id"] for i in pack["items"]] + [d["id"] for d in plan["dropped"]] + [c["id"] for c in plan["collapsed"]]
+    assert len(accounted) == len(set(accounted)) == 4  # the 2 x max_items read, each once; the fifth is not read
+
+    first_dropped = plan["dropped"][0]["id"]
+    page.locator("#dropped").get_by_role("link", name=first_dropped).click()
+    page.get_by_role("heading", name="Versions").wait_for()
+    assert first_dropped in page.get_by_role("heading", level=1).inner_text()
+    assert outside == []
+
+
+def test_the_search_box_finds_by_meaning_within_the_filters(server, browser_page):
+    page, outside = browser_page
+    api = _api(server)
+    car = _remember(api, "The car is parked in the garage on Elm Street", "home/car")
+    _remember(api, "Grandma's birthday dinner is on the third Sunday of May", "home/family")
+    archived = _remember(api, "The old bicycle is chained behind the shed", "home/bike")
+    api.delete(f"/api/v1/memories/{archived}")
+    _signed_in(page, server)
+    query = "where is the vehicle kept overnight"
+
+    page.get_by_label("Search", exact=True).fill(query)
+    page.get_by_label("Path starts with").fill("home/")
+    page.get_by_role("button", name="Filter").click()
+    page.get_by_text("No memory matches these filters.").wait_for()  # no memory contains these words
+
+    page.get_by_label("Match by").select_option("meaning")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**mode=meaning**")
+    assert "Ranked by meaning" in page.locator("#meaning-note").inner_text()
+    shown = [link.get_attribute("href").rsplit("/", 1)[1] for link in page.locator("tbody tr td:first-child a").all()]
+    found = api.get("/v1/memories/search", params={"query": query, "path_filter": "home/%", "min_score": 0.0,
+                                                   "limit": 25}).json()["results"]
+    assert shown[0] == car == found[0]["id"]
+    assert [i for i in shown if i != archived] == [r["id"] for r in found]  # the agents' ranking, same order
+    assert archived in shown  # any status, as the list shows by default
+    assert all(m["path"].startswith("home/") for m in api.get("/api/v1/memories").json()["memories"]
+               if m["id"] in shown)
+    _shot(page, "02b-memories-by-meaning")
+
+    page.get_by_label("Status").select_option("active")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**status=active**")
+    assert archived not in page.content() and car in page.content()
+    assert outside == []
+
+
+def _write_report(example: Path, target: Path, age_seconds: float) -> None:
+    """A copy of a committed `xmemo eval --out` report, as if written `age_seconds` ago."""
+    shutil.copytree(example, target)
+    written = time.time() - age_seconds
+    os.utime(target / "report.json", (written, written))
+
+
+def test_the_status_page_shows_the_latest_evaluation_report(server, browser_page):
+    page, outside = browser_page
+    _signed_in(page, server)
+    page.goto(f"{server.url}/ui/status")
+    assert "No evaluation report yet." in page.locator("#evaluation").inner_text()
+
+    examples = Path(__file__).resolve().parents[1] / "docs" / "eval"
+    reports = server.data_dir / "eval"  # the default reports directory: `<data dir>/eval`
+    _write_report(examples / "scifact", reports / "scifact", age_seconds=60)
+    page.reload()
+    page.get_by_role("heading", name="Latest evaluation: scifact").wait_for()
+    expected = json.loads((examples / "scifact" / "report.json").read_text())["strategies"]
+    rows = {row.locator("th").inner_text(): row.locator("td").all_inner_texts()
+            for row in page.locator("#eval-metrics tbody tr").all()}
+    assert rows == {name: [f"{v:.4f}" for m, v in scores.items() if m != "queries"] for name, scores in expected.items()}
+    chart = page.get_by_role("img", name=re.compile("nDCG, recall and MRR"))
+    chart.scroll_into_view_if_needed()
+    assert page.evaluate("document.querySelector('img.chart').complete && document.querySelector('img.chart').naturalWidth") > 0
+    assert urlparse(chart.get_attribute("src") or "").netloc == ""  # served by this server, from our own route
+    _shot(page, "09b-status-evaluation")
+
+    _write_report(examples / "locomo", reports / "locomo", age_seconds=0)  # a newer report replaces it on the page
+    page.reload()
+    page.get_by_role("heading", name="Latest evaluation: locomo-dev").wait_for()
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.reload()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390  # wide tables scroll inside their card
+    _shot(page, "09c-status-390px")
     assert outside == []

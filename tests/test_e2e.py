@@ -11,11 +11,20 @@ import pytest
 from .server import RunningServer, mcp_call
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):  # type: ignore[no-untyped-def]
-    running = RunningServer(tmp_path_factory.mktemp("e2e") / "data")
-    yield running
-    running.stop()
+@pytest.fixture(scope="module", params=["sqlite", "postgresql"])
+def server(request, tmp_path_factory):  # type: ignore[no-untyped-def]
+    """The service on each system of record: SQLite in its data dir, then a fresh PostgreSQL database."""
+    if request.param == "sqlite":
+        running = RunningServer(tmp_path_factory.mktemp("e2e") / "data")
+        yield running
+        running.stop()
+        return
+    from .pg import fresh_database
+
+    with fresh_database() as url:
+        running = RunningServer(tmp_path_factory.mktemp("e2e-pg") / "data", database_url=url)
+        yield running
+        running.stop()
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,9 @@
-"""The console's door: sign-in and static files without a session; with one, its key as a bearer header.
+"""The console's door: sign-in and static files without a session; with one, the principal of its key.
 
-Added as the outermost middleware, so that a console request with a live session then passes the
-same edge as any API call (auth, rate limit, metrics, audit id) and reaches the console pages.
+Added as the outermost middleware. A console request with a live session is authorised from its
+key's row (a revoked key ends its sessions here, at once), then passes the same edge as any API
+call (rate limit, metrics, audit id: `EdgeMiddleware` takes the principal from the request state
+this gate sets, since the session does not hold the key) and reaches the console pages.
 """
 
 from __future__ import annotations
@@ -20,12 +22,12 @@ from starlette.responses import Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from retrieval import AuthenticationError
+from retrieval import AuthenticationError, Principal, StoreError
 
 from ..docs_pages import VENDOR_DIR
 from ..keys import KeyStore
 from .rendering import STATIC_DIR, templates
-from .sessions import COOKIE, SessionStore
+from .sessions import COOKIE, Session, SessionStore
 
 __all__ = ["ConsoleGate"]
 
@@ -59,7 +61,7 @@ class ConsoleGate:
     def __init__(self, app: ASGIApp, keys: KeyStore) -> None:
         self.app = app
         self.keys = keys
-        self.sessions = SessionStore()
+        self.sessions = SessionStore(keys.engine)
         self.public = self._public_app()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -70,21 +72,38 @@ class ConsoleGate:
         if path.startswith(PUBLIC):
             await self.public(scope, receive, send)
             return
-        session = self.sessions.get(_cookie(scope, COOKIE))
-        if session is not None:
-            try:
-                await to_thread.run_sync(self.keys.resolve, session.key)
-            except AuthenticationError:  # revoked since sign-in: the session ends with it
-                self.sessions.close(session.sid)
-                session = None
-        if session is None:
+        try:
+            signed_in = await to_thread.run_sync(self._signed_in, _cookie(scope, COOKIE))
+        except StoreError as error:
+            await self._unavailable(Request(scope), error.message)(scope, receive, send)
+            return
+        if signed_in is None:
             await self.public(scope, receive, send)
             return
+        session, principal = signed_in
         headers = [(k, v) for k, v in scope.get("headers", []) if k != b"authorization"]
-        headers.append((b"authorization", f"Bearer {session.key}".encode("latin-1")))
         state = dict(scope.get("state") or {})
-        state.update(console_session=session, console_sessions=self.sessions)
+        state.update(console_session=session, console_sessions=self.sessions,
+                     console_principal=(session.key_id, principal))
         await self.app({**scope, "headers": headers, "state": state}, receive, send)
+
+    def _signed_in(self, sid: str | None) -> tuple[Session, Principal] | None:
+        """The live session of this cookie and its key's principal; a revoked key ends all its sessions."""
+        session = self.sessions.get(sid)
+        if session is None:
+            return None
+        try:
+            return session, self.keys.principal_of(session.key_id)
+        except AuthenticationError:
+            self.sessions.close_key(session.key_id)
+            return None
+
+    def _unavailable(self, request: Request, message: str) -> Response:
+        return templates.TemplateResponse(
+            request, "error.html", {"title": "Unavailable", "message": message, "back": ("/ui/", "Try again"),
+                                    "navigation": [], "principal": None},
+            status_code=503, headers={"Cache-Control": "no-store"},
+        )
 
     def _public_app(self) -> Starlette:
         async def login_form(request: Request) -> Response:
@@ -98,9 +117,11 @@ class ConsoleGate:
             key = str(form.get("api_key") or "").strip()
             try:
                 key_id, _ = await to_thread.run_sync(self.keys.resolve, key)
+                session = await to_thread.run_sync(self._open, key_id)
             except AuthenticationError:
                 return self._login_page(request, "That API key is not valid or was revoked.", 401)
-            session = self.sessions.open(key, key_id)
+            except StoreError as error:
+                return self._login_page(request, f"Cannot sign in now: {error.message}.", 503)
             response = RedirectResponse("/ui/", status_code=303)
             _set_cookie(response, request, COOKIE, session.sid)
             response.delete_cookie(LOGIN_COOKIE, path="/ui")
@@ -117,6 +138,10 @@ class ConsoleGate:
             Route("/ui/{rest:path}", elsewhere, methods=["GET", "POST", "HEAD"]),
             Route("/ui", elsewhere, methods=["GET", "POST", "HEAD"]),
         ])
+
+    def _open(self, key_id: str) -> Session:
+        self.sessions.sweep()
+        return self.sessions.open(key_id)
 
     def _login_page(self, request: Request, message: str = "", status: int = 200) -> Response:
         token = secrets.token_urlsafe(32)

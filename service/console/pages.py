@@ -6,11 +6,19 @@ import json
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import FormData
 
 from compactor import ReflectRequest, reflect
-from retrieval import MemoryEngine, MemoryStatus, Principal, ReadFilters, ValidationError, recall_context
+from retrieval import (
+    MemoryEngine,
+    MemoryStatus,
+    NotFoundError,
+    Principal,
+    ReadFilters,
+    ValidationError,
+    recall_context,
+)
 from retrieval.audit_log import audit_records
 from retrieval.manage import (
     ListQuery,
@@ -24,6 +32,8 @@ from retrieval.policy import require
 from retrieval.rendering import render_context_text
 
 from ..routes.context import context_of, engine_of, principal_of
+from .eval_reports import CHART, find_reports, read_report
+from .meaning import MEANING_PAGE, search_by_meaning
 from .rendering import checked_form, render, session_of
 
 __all__ = ["router"]
@@ -35,6 +45,17 @@ Form = Annotated[FormData, Depends(checked_form)]
 
 LIST_FILTERS = ("path_prefix", "memory_type", "status", "bucket", "team_id", "scope", "metadata", "text")
 ACTIONS = ("summarize", "promote", "expire", "decay", "archive")
+SEARCH_MODES = {"words": "words", "meaning": "meaning"}  # content contains the text; ranked as agents' recall ranks
+# Why a memory read for a pack is not in it (retrieval_plan.dropped) or is there as another's words
+# (retrieval_plan.collapsed, retrieval.restatements), in words a person reads.
+LEFT_OUT_REASONS = {
+    "budget": "budget: among the top max items, kept out by the token budget",
+    "item_limit": "item limit: beyond max items",
+    "floor": "floor: scored below the relevance floor",
+    "contained": "contained: its words are in the kept memory",
+    "near-duplicate": "near-duplicate: almost the same meaning as the kept memory",
+    "derived": "derived: reflect made one from the other, and the kept one carries its words",
+}
 
 
 def _day(value: str | None, end: bool = False) -> str | None:
@@ -59,20 +80,28 @@ def _text(form: FormData, name: str) -> str:
 
 @router.get("/", response_class=HTMLResponse)
 def memories_page(request: Request, engine: Engine, principal: Caller) -> Response:
-    """The landing page: a table of memories with filters, a search box and pagination."""
+    """The landing page: a table of memories with filters, a search box (by words or by meaning) and pagination."""
     params = request.query_params
     chosen = {name: params.get(name, "").strip() for name in LIST_FILTERS}
+    mode = params.get("mode", "words")
+    if mode not in SEARCH_MODES:
+        raise ValidationError(f"mode must be one of {', '.join(SEARCH_MODES)}")
     given: dict[str, Any] = {name: value or None for name, value in chosen.items()}
+    since, until = _day(params.get("since")), _day(params.get("until"), end=True)
+    kept = {**chosen, "since": params.get("since", ""), "until": params.get("until", ""), "mode": mode}
+    context: dict[str, Any] = {"title": "Memories", "filters": kept, "statuses": [s.value for s in MemoryStatus],
+                               "modes": SEARCH_MODES, "page_size": MEANING_PAGE, "notice": params.get("notice", "")}
+    if mode == "meaning" and chosen["text"]:
+        given.pop("text")
+        matches = search_by_meaning(engine, principal, chosen["text"], {**given, "since": since, "until": until})
+        return render(request, "memories.html", memories=[m.memory for m in matches],
+                      scores={m.memory.id: m.score for m in matches}, next_query=None, **context)
     page = list_memories(engine, principal, ListQuery(
-        **given,
-        since=_day(params.get("since")), until=_day(params.get("until"), end=True),
-        cursor=params.get("cursor") or None, limit=25,
+        **given, since=since, until=until, cursor=params.get("cursor") or None, limit=25,
     ))
-    kept = {**chosen, "since": params.get("since", ""), "until": params.get("until", "")}
     next_query = {k: v for k, v in kept.items() if v} | ({"cursor": page.next_cursor} if page.next_cursor else {})
-    return render(request, "memories.html", title="Memories", memories=page.memories, filters=kept,
-                  next_query=next_query if page.next_cursor else None, statuses=[s.value for s in MemoryStatus],
-                  notice=params.get("notice", ""))
+    return render(request, "memories.html", memories=page.memories, scores=None,
+                  next_query=next_query if page.next_cursor else None, **context)
 
 
 @router.get("/memories/{memory_id}", response_class=HTMLResponse)
@@ -160,17 +189,21 @@ def recall_page(request: Request, engine: Engine, principal: Caller) -> Response
         text = render_context_text(pack)
     components = {c["id"]: c for c in pack["retrieval_plan"]["items"]} if pack else {}
     return render(request, "recall.html", title="Recall", query=query, max_items=max_items, max_tokens=max_tokens,
-                  pack=pack, text=text, components=components,
+                  pack=pack, text=text, components=components, reasons=LEFT_OUT_REASONS,
+                  dropped=pack["retrieval_plan"].get("dropped", []) if pack else [],
+                  shortened=[item for item in pack["items"] if item["shortened"]] if pack else [],
                   pack_json=json.dumps(pack, ensure_ascii=False, indent=2) if pack else "")
 
 
 def _reflect_request(source: Any, dry_run: bool) -> ReflectRequest:
+    """The form's actions and window; an apply also carries the reviewed window's exact since and until."""
     chosen = [a for a in ACTIONS if a in source.getlist("actions")]
     try:
         hours = float(source.get("hours") or 24)
     except ValueError as error:
         raise ValidationError("the time window must be a number of hours") from error
-    return ReflectRequest(actions_csv=",".join(chosen) or None, dry_run=dry_run, time_window_hours=hours)
+    return ReflectRequest(actions_csv=",".join(chosen) or None, dry_run=dry_run, time_window_hours=hours,
+                          since=source.get("since") or None, until=source.get("until") or None)
 
 
 @router.get("/reflect", response_class=HTMLResponse)
@@ -192,8 +225,13 @@ def reflect_page(request: Request, engine: Engine, principal: Caller) -> Respons
 
 @router.post("/reflect/apply", response_class=HTMLResponse)
 def reflect_apply(request: Request, form: Form, engine: Engine, principal: Caller) -> Response:
+    """Apply exactly the reviewed dry run: its actions, its window and its plan digest (else 409)."""
     require(principal, "memory:write")
-    report = reflect(engine, principal, _reflect_request(form, dry_run=False), context_of(request).settings.reflect)
+    expected = _text(form, "expected_plan")
+    if not expected:
+        raise ValidationError("an apply needs the plan of a dry run; run the dry run and review it first")
+    report = reflect(engine, principal, _reflect_request(form, dry_run=False), context_of(request).settings.reflect,
+                     expected_plan=expected)
     return render(request, "reflect_done.html", title="Reflect applied", report=report)
 
 
@@ -223,7 +261,7 @@ def revoke_key(key_id: str, request: Request, form: Form, principal: Caller) -> 
 
 @router.get("/status", response_class=HTMLResponse)
 def status_page(request: Request, engine: Engine, principal: Caller) -> Response:
-    """Counts by type and status, index health, request rates and latencies."""
+    """Counts by type and status, index health, request rates and latencies, the newest evaluation report."""
     require(principal, "memory:read")
     visible = ReadFilters(owner_id=principal.owner_id, team_ids=principal.team_ids, statuses=tuple(MemoryStatus))
     tally = engine.store.tally(visible)
@@ -235,9 +273,29 @@ def status_page(request: Request, engine: Engine, principal: Caller) -> Response
                 requests.setdefault(route, {"count": 0.0, "seconds": 0.0})["count"] += sample.value
             elif sample.name == "xmemo_http_request_seconds_sum":
                 requests.setdefault(route, {"count": 0.0, "seconds": 0.0})["seconds"] += sample.value
+    reports_dir = context_of(request).settings.reports_dir()
+    report, report_error = None, ""
+    reports = find_reports(reports_dir)
+    if reports:
+        name, directory = next(iter(reports.items()))
+        try:
+            report = read_report(name, directory)
+        except ValueError as error:
+            report_error = str(error)
     return render(request, "status.html", title="Status", tally=sorted(tally.items()),
                   total=sum(tally.values()), index_points=engine.index.count(), stored=engine.store.count(),
-                  indexed=engine.store.count_indexed(), backend=engine.index.backend, requests=sorted(requests.items()))
+                  indexed=engine.store.count_indexed(), backend=engine.index.backend, requests=sorted(requests.items()),
+                  report=report, report_error=report_error, reports_dir=reports_dir)
+
+
+@router.get("/status/eval-chart.png")
+def eval_chart(request: Request, principal: Caller, report: str = "") -> Response:
+    """The chart of a report the status page found (by its directory's name); nothing else is served."""
+    require(principal, "memory:read")
+    directory = find_reports(context_of(request).settings.reports_dir()).get(report)
+    if directory is None or not (directory / CHART).is_file():
+        raise NotFoundError("no evaluation chart by that name")
+    return FileResponse(directory / CHART, media_type="image/png", headers={"Cache-Control": "no-store"})
 
 
 @router.post("/logout")

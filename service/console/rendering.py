@@ -54,10 +54,19 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
                                       headers={"Cache-Control": "no-store"})
 
 
+# Where an error page leads back to: the page the failed request came from, else the memories.
+BACK_LINKS = (("/ui/reflect", "/ui/reflect", "Back to reflect"), ("/ui/recall", "/ui/recall", "Back to recall"),
+              ("/ui/keys", "/ui/keys", "Back to keys"), ("/ui/audit", "/ui/audit", "Back to the audit log"))
+
+
 def render_error_page(request: Request, status: int, message: str) -> HTMLResponse:
     titles = {401: "Signed out", 403: "Not allowed", 404: "Not found", 409: "Changed meanwhile",
               422: "Not valid", 503: "Unavailable"}
-    return render(request, "error.html", status, title=titles.get(status, "Error"), message=message, code=status)
+    path = request.url.path
+    back = next(((url, label) for prefix, url, label in BACK_LINKS if path.startswith(prefix)),
+                ("/ui/", "Back to memories"))
+    return render(request, "error.html", status, title=titles.get(status, "Error"), message=message, code=status,
+                  back=back)
 
 
 async def checked_form(request: Request) -> FormData:

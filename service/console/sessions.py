@@ -1,58 +1,120 @@
-"""Console sessions: a random id in an HttpOnly, SameSite=Strict cookie; the API key stays in server memory.
+"""Console sessions in SQL, on the key store's engine: they outlive a restart and every replica sees them.
 
-The key is never sent back to the browser: the cookie carries only the session id, and each request
-through the console gate is authorised with the key as if it had come as a bearer header, so that a
-revoked key ends its sessions at once.
+The browser holds a random session id in an HttpOnly, SameSite=Strict cookie. The table keeps only
+the SHA-256 of that id, the `key_id` the person signed in with, the CSRF token of their forms and
+when the session was last used: never the API key. Each console request is authorised from the
+key's row (`KeyStore.principal_of`), so that a revoked key ends its sessions at once.
 """
 
 from __future__ import annotations
 
+import hashlib
 import secrets
-import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["COOKIE", "IDLE_SECONDS", "Session", "SessionStore"]
+from sqlalchemy import Column, Engine, Float, Index, MetaData, String, Table, delete, select, update
+from sqlalchemy.exc import SQLAlchemyError
+
+from retrieval import StoreError
+
+__all__ = ["COOKIE", "IDLE_SECONDS", "TOUCH_SECONDS", "Session", "SessionStore", "console_sessions"]
 
 COOKIE = "xmemo_session"
 IDLE_SECONDS = 8 * 3600  # a working day of inactivity signs out
+# last_seen is written at most this often per session: a page view is then a read, not a write on
+# the key store that every API request reads too. Idle time is measured to within this much.
+TOUCH_SECONDS = 60
+
+_metadata = MetaData()
+console_sessions = Table(
+    "console_sessions",
+    _metadata,
+    Column("sid_digest", String(64), primary_key=True),
+    Column("key_id", String, nullable=False),
+    Column("csrf", String, nullable=False),
+    Column("created_at", Float, nullable=False),
+    Column("last_seen", Float, nullable=False),
+    Index("console_sessions_key_id", "key_id"),
+)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Session:
+    """A live session: `sid` is the cookie's value (known only from the request that carries it)."""
+
     sid: str
-    key: str
     key_id: str
     csrf: str
     last_seen: float
 
 
+def _digest(sid: str) -> str:
+    return hashlib.sha256(sid.encode("utf-8")).hexdigest()
+
+
+@contextmanager
+def _store_faults() -> Iterator[None]:
+    try:
+        yield
+    except SQLAlchemyError as error:
+        raise StoreError("the console's session store is unavailable") from error
+
+
 class SessionStore:
-    """Sessions of one app, in memory: a restart signs everyone out."""
+    """Sessions in the `console_sessions` table of `engine` (made here if missing); `clock` is wall time."""
 
-    def __init__(self) -> None:
-        self._sessions: dict[str, Session] = {}
-        self._lock = threading.Lock()
+    def __init__(self, engine: Engine, clock: Callable[[], float] = time.time) -> None:
+        self.engine = engine
+        self.clock = clock
+        with _store_faults():
+            _metadata.create_all(engine)
 
-    def open(self, key: str, key_id: str) -> Session:
-        session = Session(secrets.token_urlsafe(32), key, key_id, secrets.token_urlsafe(32), time.monotonic())
-        with self._lock:
-            self._sessions[session.sid] = session
+    def open(self, key_id: str) -> Session:
+        """A new session for a key that has just been checked; its id goes into the cookie only."""
+        now = self.clock()
+        session = Session(secrets.token_urlsafe(32), key_id, secrets.token_urlsafe(32), now)
+        with _store_faults(), self.engine.begin() as connection:
+            connection.execute(console_sessions.insert().values(
+                sid_digest=_digest(session.sid), key_id=key_id, csrf=session.csrf, created_at=now, last_seen=now,
+            ))
         return session
 
     def get(self, sid: str | None) -> Session | None:
         """The live session of this id, its idle clock restarted; None if unknown or idle too long."""
         if not sid:
             return None
-        now = time.monotonic()
-        with self._lock:
-            session = self._sessions.get(sid)
-            if session is None or now - session.last_seen > IDLE_SECONDS:
-                self._sessions.pop(sid, None)
+        now = self.clock()
+        digest = _digest(sid)
+        with _store_faults():
+            with self.engine.connect() as connection:
+                row = connection.execute(select(console_sessions).where(console_sessions.c.sid_digest == digest)).first()
+            if row is None:
                 return None
-            session.last_seen = now
-            return session
+            if now - row.last_seen > IDLE_SECONDS:
+                self.close(sid)
+                return None
+            if now - row.last_seen >= TOUCH_SECONDS:
+                with self.engine.begin() as connection:
+                    connection.execute(update(console_sessions).where(console_sessions.c.sid_digest == digest)
+                                       .values(last_seen=now))
+        return Session(sid, row.key_id, row.csrf, now)
 
     def close(self, sid: str) -> None:
-        with self._lock:
-            self._sessions.pop(sid, None)
+        with _store_faults(), self.engine.begin() as connection:
+            connection.execute(delete(console_sessions).where(console_sessions.c.sid_digest == _digest(sid)))
+
+    def close_key(self, key_id: str) -> int:
+        """End every session of a key (it was revoked); how many there were."""
+        with _store_faults(), self.engine.begin() as connection:
+            result = connection.execute(delete(console_sessions).where(console_sessions.c.key_id == key_id))
+        return int(result.rowcount)
+
+    def sweep(self) -> int:
+        """Delete the sessions idle for too long (a sign-in does this, so the table cannot grow unbounded)."""
+        bar = self.clock() - IDLE_SECONDS
+        with _store_faults(), self.engine.begin() as connection:
+            result = connection.execute(delete(console_sessions).where(console_sessions.c.last_seen < bar))
+        return int(result.rowcount)

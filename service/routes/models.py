@@ -8,15 +8,16 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from compactor.report import PLAN_DIGEST_PATTERN
 from retrieval import Memory, WriteResult
 from retrieval.audit_log import AuditRecord
 from retrieval.manage import BATCH_LIMIT, History, Version
 
-from ..schemas import Content, Label, NewMemoryFields, NonBlankLabel, Timestamp
+from ..schemas import Content, Label, NewMemoryFields, NonBlankLabel, ReflectBody, Timestamp
 
 __all__ = [
     "BatchBody", "BatchOut", "EditBody", "ForgetOut", "HistoryOut", "LinkOut", "MemoryOut",
-    "MemoryPageOut", "StatusOut", "WriteOut",
+    "MemoryPageOut", "ReflectPlanBody", "StatusOut", "WriteOut",
 ]
 
 def _whole(value: Any) -> Any:
@@ -133,6 +134,15 @@ class EditBody(_Strict):
         if sent.get("expires_at") is not None:
             sent["expires_at"] = sent["expires_at"].isoformat()
         return {k: v for k, v in sent.items() if v is not None or k == "expires_at"}
+
+
+class ReflectPlanBody(ReflectBody):
+    """reflect's parameters (contract section 5) and, our addition, the plan a dry run showed."""
+
+    expected_plan: str | None = Field(
+        default=None, pattern=PLAN_DIGEST_PATTERN,
+        description="a dry run's plan_digest: plan again and apply only if the plan is still this one, else 409",
+    )
 
 
 class StatusOut(BaseModel):
