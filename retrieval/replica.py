@@ -112,7 +112,7 @@ class ChangeFollower:
     def catch_up(self) -> int:
         """Bring the index to the newest change; returns how many memories were synced or deleted."""
         saved = self._load_mark()
-        if saved is None:
+        if saved is None or saved < self.engine.store.first_change() - 1:  # none, or older than what is kept
             return self._resync()
         self.seq = saved
         done = 0

@@ -452,6 +452,11 @@ class MemoryStore:
             rows = connection.execute(select(c.seq, c.memory_id, c.version).where(c.seq > seq).order_by(c.seq).limit(limit))
             return [(int(row[0]), row[1], row[2]) for row in rows]
 
+    def first_change(self) -> int:
+        """The number of the oldest change kept (0 when there is none)."""
+        with self.engine.connect() as connection:
+            return int(connection.execute(select(func.coalesce(func.min(changes.c.seq), 0))).scalar_one())
+
     def last_change(self) -> int:
         """The number of the newest change (0 when there is none)."""
         with self.engine.connect() as connection:

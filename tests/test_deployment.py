@@ -20,7 +20,22 @@ def test_compose_wires_xmemo_to_a_pinned_qdrant():
     assert xmemo["environment"]["QDRANT_URL"] == "http://qdrant:6333"
     assert any(v.endswith(":/data") for v in xmemo["volumes"]) and xmemo["environment"]["XMEMO_DATA_DIR"] == "/data"
     assert xmemo["build"] == "." and (ROOT / "Dockerfile").exists()
-    assert set(compose["volumes"]) == {"qdrant-storage", "xmemo-data"}
+    assert set(compose["volumes"]) >= {"qdrant-storage", "xmemo-data"}
+
+
+def test_the_scale_profile_runs_two_replicas_on_postgresql_and_qdrant():
+    services = yaml.safe_load((ROOT / "docker-compose.yml").read_text())["services"]
+    replicas = [services["xmemo-1"], services["xmemo-2"]]
+    postgres = services["postgres"]
+    image, _, tag = postgres["image"].partition(":")
+    assert image == "postgres" and tag.startswith("15") and "healthcheck" in postgres
+    for replica in replicas:
+        assert replica["profiles"] == ["scale"]
+        assert replica["environment"]["XMEMO_DATABASE_URL"].startswith("postgresql://")
+        assert replica["environment"]["QDRANT_URL"] == "http://qdrant:6333"
+        assert replica["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert replicas[0]["volumes"] != replicas[1]["volumes"]  # each replica holds its own data dir
+    assert replicas[0]["ports"] != replicas[1]["ports"]
 
 
 def test_dockerfile_installs_cpu_torch_and_serves_with_a_health_check():

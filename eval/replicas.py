@@ -1,0 +1,172 @@
+"""Scale-out figures in one run: replica convergence delay, and throughput at 16 clients for one
+SQLite server, one replica on PostgreSQL and two replicas on PostgreSQL (mode b: each replica its
+own embedded Qdrant Edge index, following the change sequence).
+
+    python -m eval.replicas [--admin-url postgresql://postgres@127.0.0.1:5432/test] [--seconds 30] [--json]
+
+Every server is a real `xmemo serve` on loopback in a temporary data dir; each PostgreSQL run gets
+a fresh database, dropped afterwards. The load is eval.load's mix (30 % remember, 70 %
+recall_context); clients are spread evenly over the replicas.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import create_engine, text
+
+from .bench import synthetic_memories, synthetic_queries
+
+
+def _port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def _database(admin_url: str) -> Iterator[str]:
+    """A fresh database on the server of `admin_url`; yields its URL and drops it afterwards."""
+    name = f"xmemo_figures_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(admin_url.replace("postgresql://", "postgresql+psycopg://"), isolation_level="AUTOCOMMIT")
+    with admin.connect() as connection:
+        connection.execute(text(f"CREATE DATABASE {name}"))
+    try:
+        yield admin_url.rsplit("/", 1)[0] + f"/{name}"
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+        admin.dispose()
+
+
+@contextmanager
+def _servers(root: Path, count: int, database_url: str | None) -> Iterator[tuple[list[str], str]]:
+    """`count` replicas (one data dir each); yields their URLs and an admin key."""
+    processes, urls = [], []
+    for number in range(count):
+        port = _port()
+        database = ["--database-url", database_url] if database_url else []
+        processes.append(subprocess.Popen(
+            [sys.executable, "-c", "from service.cli import main; main()", "--data-dir", str(root / f"r{number}"),
+             *database, "serve", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        urls.append(f"http://127.0.0.1:{port}")
+    try:
+        for url in urls:
+            _wait_ready(url)
+        yield urls, (root / "r0" / "admin.key").read_text().strip()
+    finally:
+        for process in processes:
+            process.terminate()
+            process.wait(timeout=30)
+
+
+def _wait_ready(url: str) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} did not become ready")
+
+
+def throughput(urls: list[str], key: str, clients: int, seconds: float, write_share: float = 0.3) -> dict[str, Any]:
+    """Requests per second of eval.load's mix, clients spread over `urls`; errors counted."""
+    notes = [m["content"] for m in synthetic_memories(20000, seed=21)]
+    queries = synthetic_queries(5000, seed=22)
+    done = {"remember": 0, "recall_context": 0, "errors": 0}
+    lock = threading.Lock()
+    stop_at = time.monotonic() + seconds
+
+    def client(number: int) -> None:
+        rng = random.Random(number)
+        with httpx.Client(base_url=urls[number % len(urls)], headers={"Authorization": f"Bearer {key}"},
+                          timeout=60) as http:
+            while time.monotonic() < stop_at:
+                if rng.random() < write_share:
+                    operation = "remember"
+                    response = http.post("/api/v1/remember", json={
+                        "content": f"{rng.choice(notes)} (client {number}, {rng.random():.6f})", "path": f"load/c{number}"})
+                else:
+                    operation = "recall_context"
+                    response = http.post("/v1/recall/context", json={"query": rng.choice(queries), "max_items": 8})
+                with lock:
+                    done[operation if response.status_code in (200, 201) else "errors"] += 1
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    return {"replicas": len(urls), "clients": clients, "seconds": round(wall, 1), **done,
+            "requests_per_s": round((done["remember"] + done["recall_context"]) / wall, 1)}
+
+
+def convergence(urls: list[str], key: str, samples: int) -> dict[str, Any]:
+    """Seconds from a write acknowledged on one replica until a search on another returns it."""
+    delays = []
+    with httpx.Client(headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+        for number in range(samples):
+            token = f"CV{uuid.uuid4().hex[:10].upper()}"
+            writer, reader = urls[number % len(urls)], urls[(number + 1) % len(urls)]
+            memory_id = http.post(f"{writer}/api/v1/remember", json={"content": f"ticket {token} is open",
+                                                                      "path": "figures"}).json()["id"]
+            acknowledged = time.perf_counter()
+            while True:  # from the acknowledgement to the sending of the search that finds it
+                asked = time.perf_counter()
+                results = http.get(f"{reader}/v1/memories/search", params={"query": token, "limit": 3}).json()["results"]
+                if any(r["id"] == memory_id for r in results):
+                    break
+                time.sleep(0.005)
+            delays.append(asked - acknowledged)
+    ordered = sorted(delays)
+    return {"samples": samples, "p50_s": round(statistics.median(ordered), 3),
+            "p95_s": round(ordered[int(0.95 * (len(ordered) - 1))], 3), "max_s": round(ordered[-1], 3)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--admin-url", default="postgresql://postgres@127.0.0.1:5432/test")
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--samples", type=int, default=40)
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    report: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="xmemo-replicas-") as tmp:
+        root = Path(tmp)
+        with _servers(root / "sqlite", 1, None) as (urls, key):
+            report["sqlite_1"] = throughput(urls, key, args.clients, args.seconds)
+        for count in (1, 2):
+            with _database(args.admin_url) as url, _servers(root / f"pg{count}", count, url) as (urls, key):
+                report[f"postgresql_{count}"] = throughput(urls, key, args.clients, args.seconds)
+                if count == 2:
+                    report["convergence"] = convergence(urls, key, args.samples)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for name, figures in report.items():
+            print(f"{name:14s} {figures}")
+
+
+if __name__ == "__main__":
+    main()
