@@ -45,3 +45,12 @@ def test_dockerfile_installs_cpu_torch_and_serves_with_a_health_check():
     assert "torch==2.13.0" in text and "whl/cpu" in text
     assert "HEALTHCHECK" in text and "/readyz" in text
     assert 'CMD ["xmemo", "serve", "--host", "0.0.0.0", "--port", "8420"]' in text
+
+
+def test_the_image_bakes_the_onnx_export_so_no_container_imports_torch():
+    text = (ROOT / "Dockerfile").read_text()
+    assert "XMEMO_MODEL_CACHE_DIR=/opt/xmemo/models" in text
+    build_steps = [line for line in text.replace("\\\n", " ").splitlines() if line.startswith("RUN ")]
+    install = next(i for i, step in enumerate(build_steps) if "pip install --no-cache-dir ." in step)
+    export = next(i for i, step in enumerate(build_steps) if "embedding_backend='onnx'" in step)
+    assert export > install  # exported after the package (and its model) is installed
