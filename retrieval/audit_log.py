@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from .records import Memory, Principal
 from .schema import audit_log, insertion_order
-from .store import UnitOfWork
+from .unit_of_work import UnitOfWork
 
 __all__ = ["AuditRecord", "actor_of", "audit_change", "audit_records", "scrub_audit", "tombstone"]
 

@@ -35,7 +35,8 @@ from .records import Memory, utc_now
 from .replica import ChangeFollower, HeldVersions
 from .settings import RetrievalSettings
 from .sparse import SparseEncoder
-from .store import MemoryStore, UnitOfWork, embed_digest, embedding_text
+from .store import MemoryStore
+from .unit_of_work import UnitOfWork, embed_digest, embedding_text
 from .timing import Phases
 from .tokens import TokenCounter, token_counter
 
@@ -190,7 +191,7 @@ class MemoryEngine:
     @contextlib.contextmanager
     def writing(self) -> Iterator[UnitOfWork]:
         """The one way to change the record: under this process's write lock, one transaction
-        (store.UnitOfWork); once it commits, the index takes what changed. Raising rolls back."""
+        (unit_of_work.UnitOfWork); once it commits, the index takes what changed. Raising rolls back."""
         with self.write_lock:
             with self.store.unit_of_work() as work:
                 yield work

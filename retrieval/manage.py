@@ -19,7 +19,8 @@ from .engine import SESSION_CONTEXT_CHARS, MemoryEngine
 from .errors import ConflictError, ValidationError
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters, format_time
 from .policy import act_for_owner, member_team, require
-from .store import Listing, UnitOfWork, embed_digest
+from .listing import Listing
+from .unit_of_work import UnitOfWork, embed_digest
 from .validation import check_content, check_field, check_metadata, check_path, check_range, check_unit, optional_time
 from .writes import WriteResult, record_from_line, visible_memory
 

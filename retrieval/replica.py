@@ -2,7 +2,7 @@
 
 Replicas of one PostgreSQL store, each with its own Qdrant Edge index, share nothing but the database.
 Every write appends (seq, memory id) rows to `changes` in its own transaction, numbered in commit
-order (store.CHANGE_LOCK). A replica syncs its own writes to its index at once (readable on the
+order (unit_of_work.CHANGE_LOCK). A replica syncs its own writes to its index at once (readable on the
 replica that acknowledged them), and a follower thread polls the sequence every POLL_SECONDS for the
 others' changes: it reads each named memory's current row, upserts it (vector from the shared
 embedding cache, so nothing is encoded again) or deletes a forgotten one, flushes the index, and only

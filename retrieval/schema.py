@@ -80,7 +80,7 @@ schema_migrations = Table(
 
 # PostgreSQL only (m004): the change sequence replicas follow, and the embedding cache in the record.
 # A change row names a memory whose current row (or absence: forgotten) an index must take; rows are
-# numbered in commit order (store.UnitOfWork takes CHANGE_LOCK before appending them).
+# numbered in commit order (unit_of_work.UnitOfWork takes CHANGE_LOCK before appending them).
 changes = Table(
     "changes",
     metadata,

@@ -17,7 +17,7 @@ from .errors import ConflictError, NotFoundError, ValidationError
 from .index import IndexFilter
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters, format_time
 from .policy import WRITE, member_team, require
-from .store import UnitOfWork
+from .unit_of_work import UnitOfWork
 from .validation import (
     check_content,
     check_field,
