@@ -253,6 +253,10 @@ class MemoryEngine:
 
     def reconcile_all(self) -> int:
         """Index every record's current version and delete strays (a replica without a usable mark)."""
+        return self._sync_every_record() + self._reconcile()
+
+    def _sync_every_record(self, progress: Callable[[int], None] | None = None) -> int:
+        """Write every record's current version to the index, INDEX_BATCH at a time; returns the count."""
         total = 0
         batch: list[Memory] = []
         for memory in self.store.iterate(batch=INDEX_BATCH):
@@ -261,8 +265,13 @@ class MemoryEngine:
                 self.sync(batch)
                 total += len(batch)
                 batch = []
+                if progress:
+                    progress(total)
         self.sync(batch)
-        return total + len(batch) + self._reconcile()
+        total += len(batch)
+        if progress:
+            progress(total)
+        return total
 
     def _reconcile(self) -> int:
         """Make the index hold exactly the SQL ids: add the missing, delete the strays."""
@@ -291,20 +300,7 @@ class MemoryEngine:
             mark = self.store.last_change() if self.follows else 0
             if not self.follows:
                 self.store.clear_indexed()
-            total = 0
-            batch: list[Memory] = []
-            for memory in self.store.iterate(batch=INDEX_BATCH):
-                batch.append(memory)
-                if len(batch) == INDEX_BATCH:
-                    self.sync(batch)
-                    total += len(batch)
-                    batch = []
-                    if progress:
-                        progress(total)
-            self.sync(batch)
-            total += len(batch)
-            if progress:
-                progress(total)
+            total = self._sync_every_record(progress)
             self.index.flush()
             self.index.optimize()
             self.store.set_meta("embedding_model", self.embedder.name)
