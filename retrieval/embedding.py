@@ -120,6 +120,15 @@ class InferenceBatcher:
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
+    def embed_query(self, text: str) -> np.ndarray:
+        """One text, marked single: a model may take a faster path for a lone unpadded text."""
+        return np.asarray(self.submit([text], True)[0], dtype=np.float32)
+
+    def embed(self, texts: Sequence[str], dimension: int) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, dimension), dtype=np.float32)
+        return self.submit(list(texts), False)
+
     def submit(self, texts: list[str], single: bool) -> np.ndarray:
         with self._lock:
             if self._thread is None:
@@ -188,12 +197,10 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """One text on the latency path (batched with concurrent callers, else the traced graph)."""
-        return np.asarray(self._batcher.submit([text], True)[0], dtype=np.float32)
+        return self._batcher.embed_query(text)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return self._batcher.submit(list(texts), False)
+        return self._batcher.embed(texts, self.dimension)
 
     def _infer(self, texts: list[str], single: bool) -> np.ndarray:
         if single and len(texts) == 1:

@@ -91,12 +91,10 @@ class OnnxEmbedder:
         return dimension
 
     def embed_query(self, text: str) -> np.ndarray:
-        return np.asarray(self._batcher.submit([text], True)[0], dtype=np.float32)
+        return self._batcher.embed_query(text)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        if not texts:
-            return np.zeros((0, self.dimension), dtype=np.float32)
-        return self._batcher.submit(list(texts), False)
+        return self._batcher.embed(texts, self.dimension)
 
     # -- running -------------------------------------------------------------------------------
 
