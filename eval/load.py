@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import random
-import socket
 import subprocess
 import sys
 import tempfile
@@ -29,27 +28,17 @@ import numpy as np
 import psutil
 
 from .bench import synthetic_memories, synthetic_queries
+from .serving import start_server, wait_ready
 
 
 def _start_server(data_dir: Path, encoder: str = "auto") -> tuple[subprocess.Popen[bytes], str, str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-c", "from service.cli import main; main()", "--data-dir", str(data_dir), "serve",
-         "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "XMEMO_EMBEDDING_BACKEND": encoder},
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return process, url, (data_dir / "admin.key").read_text().strip()
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    process.kill()
-    raise RuntimeError("the server did not become ready")
+    process, url = start_server(data_dir, {**os.environ, "XMEMO_EMBEDDING_BACKEND": encoder})
+    try:
+        wait_ready(url, process)
+    except RuntimeError:
+        process.kill()
+        raise
+    return process, url, (data_dir / "admin.key").read_text().strip()
 
 
 def run_load(url: str, key: str, clients: int, seconds: float, write_share: float,

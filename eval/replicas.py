@@ -14,10 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import socket
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -31,12 +28,7 @@ import httpx
 from sqlalchemy import create_engine, text
 
 from .bench import synthetic_memories, synthetic_queries
-
-
-def _port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from .serving import start_server, wait_ready
 
 
 @contextmanager
@@ -57,34 +49,17 @@ def _database(admin_url: str) -> Iterator[str]:
 @contextmanager
 def _servers(root: Path, count: int, database_url: str | None) -> Iterator[tuple[list[str], str]]:
     """`count` replicas (one data dir each); yields their URLs and an admin key."""
-    processes, urls = [], []
-    for number in range(count):
-        port = _port()
-        database = ["--database-url", database_url] if database_url else []
-        processes.append(subprocess.Popen(
-            [sys.executable, "-c", "from service.cli import main; main()", "--data-dir", str(root / f"r{number}"),
-             *database, "serve", "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        urls.append(f"http://127.0.0.1:{port}")
+    database = ["--database-url", database_url] if database_url else []
+    started = [start_server(root / f"r{number}", options=database) for number in range(count)]
+    processes, urls = [process for process, _ in started], [url for _, url in started]
     try:
-        for url in urls:
-            _wait_ready(url)
+        for process, url in started:
+            wait_ready(url, process, timeout=180)
         yield urls, (root / "r0" / "admin.key").read_text().strip()
     finally:
         for process in processes:
             process.terminate()
             process.wait(timeout=30)
-
-
-def _wait_ready(url: str) -> None:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"{url} did not become ready")
 
 
 def throughput(urls: list[str], key: str, clients: int, seconds: float, write_share: float = 0.3) -> dict[str, Any]:

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import resource
-import socket
 import statistics
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from typing import Any
 import httpx
 
 from .bench import synthetic_memories
+from .serving import start_server, wait_ready
 
 _CLI = [sys.executable, "-c", "from service.cli import main; main()"]
 
@@ -44,23 +44,10 @@ def _timed(args: list[str], env: dict[str, str]) -> tuple[float, float]:
 
 def _serve(data_dir: Path, env: dict[str, str]) -> tuple[float, float]:
     """Seconds from launch to /readyz 200, and the first recall_context's own seconds after it."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    url = f"http://127.0.0.1:{port}"
     started = time.perf_counter()
-    process = subprocess.Popen([*_CLI, "--data-dir", str(data_dir), "serve", "--port", str(port)], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process, url = start_server(data_dir, env)
     try:
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError("the server exited before it was ready")
-            try:
-                if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.05)
+        wait_ready(url, process)
         ready = time.perf_counter() - started
         key = (data_dir / "admin.key").read_text().strip()
         asked = time.perf_counter()
