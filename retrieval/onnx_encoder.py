@@ -210,7 +210,8 @@ def _export(model_path: str, target: Path) -> None:
             )
         expected = model.encode(list(_CHECK_TEXTS), normalize_embeddings=True, show_progress_bar=False)
         tokenizer = _tokenizer(model_path)
-        got = np.concatenate([_run(_session(Path(scratch)), tokenizer, [text]) for text in _CHECK_TEXTS])
+        exported = _session(Path(scratch))
+        got = np.concatenate([_run(exported, tokenizer, [text]) for text in _CHECK_TEXTS])
         cosine = float(np.min(np.sum(got * expected, axis=1)))
         if cosine < _MIN_COSINE:
             raise StoreError(f"the ONNX export of {model_path} disagrees with the model (cosine {cosine:.6f})")
