@@ -112,7 +112,11 @@ def create_app(
     async def warm_up() -> None:
         """Ready only once the model and the index have served one real query (see MemoryEngine.warm)."""
         started = time.perf_counter()
-        await to_thread.run_sync(running_engine().warm)
+        try:
+            await to_thread.run_sync(running_engine().warm)
+        except Exception:  # /readyz stays 503; say why, which a task's unretrieved exception never did
+            log.exception(json.dumps({"event": "warm_up_failed"}))
+            raise
         warmed.set()
         log.info(json.dumps({"event": "ready", "warm_ms": round((time.perf_counter() - started) * 1000, 1)}))
 
