@@ -35,7 +35,7 @@ from .records import Memory, utc_now
 from .replica import ChangeFollower, HeldVersions
 from .settings import RetrievalSettings
 from .sparse import SparseEncoder
-from .store import MemoryStore
+from .store import MODEL_KEYS, MemoryStore
 from .unit_of_work import UnitOfWork, embed_digest, embedding_text
 from .timing import Phases
 from .tokens import TokenCounter, token_counter
@@ -116,19 +116,16 @@ class MemoryEngine:
     # -- opening ------------------------------------------------------------------------------
 
     def _open_index(self, allow_model_change: bool) -> VectorIndex:
-        stored_model = self.store.get_meta("embedding_model")
-        stored_sparse = self.store.get_meta("sparse_model")
-        if stored_model is None:
-            dimension = self.embedder.dimension
-            self.store.set_meta("embedding_model", self.embedder.name)
-            self.store.set_meta("embedding_dimension", str(dimension))
-            self.store.set_meta("sparse_model", self.sparse.name)
-        elif (stored_model != self.embedder.name or stored_sparse != self.sparse.name) and not allow_model_change:
+        stored = self.store.get_metas(MODEL_KEYS)
+        if "embedding_model" not in stored:  # a new store: replicas starting together agree on one writer
+            stored = self.store.ensure_metas(self._model_meta())
+        stored_model, stored_sparse = stored.get("embedding_model"), stored.get("sparse_model")
+        if (stored_model != self.embedder.name or stored_sparse != self.sparse.name) and not allow_model_change:
             raise ModelMismatchError(
                 f"this store was embedded with {stored_model} ({stored_sparse}); the configured model is "
                 f"{self.embedder.name} ({self.sparse.name}). Run `xmemo reindex` to re-embed it."
             )
-        dimension = int(self.store.get_meta("embedding_dimension") or self.embedder.dimension)
+        dimension = int(stored.get("embedding_dimension") or self.embedder.dimension)
         if allow_model_change:
             dimension = self.embedder.dimension
         index: VectorIndex | None = None
@@ -144,6 +141,11 @@ class MemoryEngine:
                 with contextlib.suppress(IndexUnavailableError):
                     index.close()
             return self._fresh_edge_index(dimension)
+
+    def _model_meta(self) -> dict[str, str]:
+        """What the record says this store is embedded with (retrieval.store.MODEL_KEYS)."""
+        return {"embedding_model": self.embedder.name, "embedding_dimension": str(self.embedder.dimension),
+                "sparse_model": self.sparse.name}
 
     def _fresh_edge_index(self, dimension: int) -> VectorIndex:
         """An empty embedded index in place of the old one; `repair` then fills it from SQL."""
@@ -303,9 +305,7 @@ class MemoryEngine:
             total = self._sync_every_record(progress)
             self.index.flush()
             self.index.optimize()
-            self.store.set_meta("embedding_model", self.embedder.name)
-            self.store.set_meta("embedding_dimension", str(dimension))
-            self.store.set_meta("sparse_model", self.sparse.name)
+            self.store.set_metas(self._model_meta())
             if self.follower is not None:  # follow on from before the rebuild (replaying is idempotent)
                 self.follower.seq = mark
                 self.follower.checkpoint()

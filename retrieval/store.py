@@ -25,6 +25,9 @@ from .records import Memory, MemoryStatus, MemoryType, ReadFilters, format_time,
 from .schema import audit_log, changes, insertion_order, memories, meta, migrate, open_engine
 from .unit_of_work import UnitOfWork, chunks, memory_of_row, unique_violation
 
+#: The meta keys that name what a store was embedded with; always written together.
+MODEL_KEYS = ("embedding_model", "embedding_dimension", "sparse_model")
+
 __all__ = ["MemoryStore"]
 
 
@@ -107,22 +110,39 @@ class MemoryStore:
         with self.engine.connect() as connection:
             return connection.execute(select(meta.c.value).where(meta.c.key == key)).scalar()
 
+    def get_metas(self, keys: Iterable[str]) -> dict[str, str]:
+        """The stored values of `keys` (absent keys left out), read in one statement."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(select(meta.c.key, meta.c.value).where(meta.c.key.in_(list(keys))))
+            return {key: value for key, value in rows}
+
     def set_meta(self, key: str, value: str) -> None:
+        self.set_metas({key: value})
+
+    def set_metas(self, values: dict[str, str]) -> None:
+        """Store every pair in one transaction, so a reader sees the old group or the new, never a mix."""
         with self.engine.begin() as connection:
-            connection.execute(meta.delete().where(meta.c.key == key))
-            connection.execute(meta.insert().values(key=key, value=value))
+            connection.execute(meta.delete().where(meta.c.key.in_(list(values))))
+            connection.execute(meta.insert(), [{"key": key, "value": value} for key, value in values.items()])
 
     def ensure_meta(self, key: str, value: str) -> str:
         """The stored value of `key`, storing `value` first when there is none (the first writer wins)."""
+        return self.ensure_metas({key: value})[key]
+
+    def ensure_metas(self, values: dict[str, str]) -> dict[str, str]:
+        """The stored group of `values`' keys, storing the whole group in one transaction when none is stored.
+
+        The first writer wins: replicas that start together on a new database each try, one commits, the
+        others read what it wrote. Written as one group, a reader never sees a model name without its
+        dimension or sparse encoder. A group already partly stored is returned as it is."""
         try:
             with self.engine.begin() as connection:
-                if connection.execute(select(meta.c.value).where(meta.c.key == key)).scalar() is None:
-                    connection.execute(meta.insert().values(key=key, value=value))
+                stored = connection.execute(select(meta.c.key).where(meta.c.key.in_(list(values)))).first()
+                if stored is None:
+                    connection.execute(meta.insert(), [{"key": key, "value": value} for key, value in values.items()])
         except IntegrityError:  # another replica stored it first
             pass
-        stored = self.get_meta(key)
-        assert stored is not None
-        return stored
+        return self.get_metas(values)
 
     # -- bookkeeping (no version, no audit) -----------------------------------------------------
 

@@ -13,12 +13,11 @@ from dataclasses import dataclass
 
 from .embedding_cache import EmbeddingCache
 from .errors import StoreError
-from .store import MemoryStore
+from .store import MODEL_KEYS, MemoryStore
 
 __all__ = ["CopyCounts", "copy_store"]
 
 BATCH = 500
-MODEL_KEYS = ("embedding_model", "embedding_dimension", "sparse_model")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +37,11 @@ class CopyCounts:
 def copy_store(source: MemoryStore, target: MemoryStore, source_cache: EmbeddingCache,
                target_cache: EmbeddingCache) -> CopyCounts:
     """Copy, then check that every source record (at its version) and audit record is in the target."""
-    for key in MODEL_KEYS:
-        value = source.get_meta(key)
-        if value is not None and target.ensure_meta(key, value) != value:
-            raise StoreError(f"the target's {key} is {target.get_meta(key)}, the source's {value}; "
+    model = source.get_metas(MODEL_KEYS)
+    stored = target.ensure_metas(model) if model else {}
+    for key, value in model.items():
+        if stored.get(key) != value:
+            raise StoreError(f"the target's {key} is {stored.get(key)}, the source's {value}; "
                              "reindex one of them with the other's model first")
     inserted = updated = 0
     batch = []

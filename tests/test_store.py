@@ -4,6 +4,7 @@ the unit of work's rules (versions, one active key), index repair after a lag.""
 from __future__ import annotations
 
 import dataclasses
+import threading
 
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
@@ -127,6 +128,33 @@ def test_model_name_and_dimension_are_stored(make_engine, database_url):
     engine = make_engine(database_url=database_url)
     assert engine.store.get_meta("embedding_model") == "fake:hash-64"
     assert engine.store.get_meta("embedding_dimension") == "64"
+
+
+def test_stores_opened_at_once_on_a_new_record_agree_on_one_whole_model_group(tmp_path, database_url):
+    """Replicas starting together on a new database each offer their model group; one wins whole, and every
+    replica reads that group, never a model name without its sparse encoder (the replicas' start-up race)."""
+    from retrieval.store import MemoryStore
+
+    target = database_url or tmp_path / "memory.db"
+    stores = [MemoryStore.open(target) for _ in range(4)]
+    for round_ in range(10):
+        keys = [f"model{round_}", f"dimension{round_}", f"sparse{round_}"]
+        start = threading.Barrier(len(stores))
+        seen: list[dict[str, str]] = [{} for _ in stores]
+
+        def offer(i: int, store: MemoryStore) -> None:
+            start.wait()
+            seen[i] = store.ensure_metas({key: f"replica{i}" for key in keys})
+
+        threads = [threading.Thread(target=offer, args=(i, store)) for i, store in enumerate(stores)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        winner = seen[0][keys[0]]
+        assert all(group == {key: winner for key in keys} for group in seen), seen
+    for store in stores:
+        store.engine.dispose()
 
 
 def test_record_round_trip(make_engine, database_url):
