@@ -57,3 +57,20 @@ def test_load_loses_no_acknowledged_write_and_reports_the_servers_cpu() -> None:
     assert report["errors"] == 0 and report["writes_not_readable"] == 0
     assert report["acknowledged_writes"] > 0 and report["operations"]["recall_context"]["count"] > 0
     assert report["server_cpu_ms_per_request"] > 0
+
+
+def test_the_edge_settings_study_compares_each_setting_with_production_and_refuses_unknown_ones() -> None:
+    run = [sys.executable, "-m", "eval.edge_settings", "--points", "500", "--queries", "5", "--json", "--settings"]
+    done = subprocess.run([*run, "default,float16,hnsw-m8"], capture_output=True, text=True, cwd=ROOT, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    rows = report["settings"]
+    assert [row["setting"] for row in rows] == ["default", "float16", "hnsw-m8"]
+    assert report["vectors"].startswith("synthesised from 4096 real embeddings")
+    # 500 points is under the full-scan threshold: the production search is exact, so recall@10 is 1
+    assert rows[0]["recall_at_10"] == 1.0
+    assert set(rows[0]["vs_default"]) == {"build", "search_p50", "shard_rss", "disk"}
+    assert all(ratio in (1.0, None) for ratio in rows[0]["vs_default"].values())  # None: a base that measured 0
+    assert all(0.0 <= row["recall_at_10"] <= 1.0 and row["disk_mb"] > 0 and row["search_ms"]["p50"] > 0 for row in rows)
+    refused = subprocess.run([*run, "default,hnsw-m999"], capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert refused.returncode != 0 and "unknown setting(s): hnsw-m999" in refused.stderr
