@@ -94,6 +94,11 @@ class SampledDocuments:
         return np.asarray(self.real.embed_query(text), dtype=np.float32)
 
 
+def sample_cache() -> Path:
+    """Where sampled real embeddings are kept: the evaluation cache (eval.runner.DEFAULT_CACHE's default)."""
+    return Path(os.environ.get("XMEMO_EVAL_CACHE", ".cache/xmemo/eval-embeddings.sqlite"))
+
+
 def _sample_vectors(real: Any, count: int, cache_path: Path) -> np.ndarray:
     """Real embeddings of `count` distinct synthetic notes, from the evaluation cache when it has them."""
     from retrieval.embedding import CachedEmbedder, EmbeddingCache
@@ -134,8 +139,7 @@ def _worker(backend: str, encoder: str, memories: int, queries: int, qdrant_url:
 
         embedder = raw
         if sampled:
-            embedder = SampledDocuments(raw, _sample_vectors(raw, SAMPLE_SIZE, Path(os.environ.get(
-                "XMEMO_EVAL_CACHE", ".cache/xmemo/eval-embeddings.sqlite"))))
+            embedder = SampledDocuments(raw, _sample_vectors(raw, SAMPLE_SIZE, sample_cache()))
         engine = MemoryEngine(settings, embedder=embedder)
         principal = Principal.local("bench")
         done = [0]

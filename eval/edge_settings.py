@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import subprocess
 import sys
@@ -30,7 +29,8 @@ from typing import Any
 import numpy as np
 import psutil
 
-SAMPLE_SIZE = 4096
+from .bench import SAMPLE_SIZE, _percentiles, _sample_vectors, sample_cache, synthetic_queries
+
 BATCH = 2048
 
 
@@ -78,19 +78,12 @@ def _real_embeddings(queries: int) -> tuple[np.ndarray, np.ndarray]:
     from retrieval import RetrievalSettings
     from retrieval.embedding import open_embedder
 
-    from .bench import _sample_vectors, synthetic_queries
 
     with tempfile.TemporaryDirectory(prefix="xmemo-edge-settings-") as tmp:
         encoder = open_embedder(RetrievalSettings(data_dir=Path(tmp)))
-        sample = _sample_vectors(encoder, SAMPLE_SIZE, Path(os.environ.get(
-            "XMEMO_EVAL_CACHE", ".cache/xmemo/eval-embeddings.sqlite")))
+        sample = _sample_vectors(encoder, SAMPLE_SIZE, sample_cache())
         query_vectors = encoder.embed(synthetic_queries(queries, seed=31))
     return np.asarray(sample, dtype=np.float32), np.asarray(query_vectors, dtype=np.float32)
-
-
-def _percentiles(samples: list[float]) -> dict[str, float]:
-    values = np.asarray(samples) * 1000.0
-    return {f"p{q}": round(float(np.percentile(values, q)), 3) for q in (50, 95, 99)}
 
 
 def measure(name: str, points: int, arrays: Path) -> dict[str, Any]:
