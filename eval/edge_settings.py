@@ -1,16 +1,18 @@
 """What Qdrant Edge's settings change: HNSW shape, quantisation, storage types, on-disk placement.
 
-    python -m eval.edge_settings [--points 200000] [--queries 200] [--settings default,float16,...] [--json]
+    python -m eval.edge_settings [--points 200000] [--queries 200] [--settings default,...] [--json]
 
-Each setting builds its own shard (a search-only setting, such as a larger `hnsw_ef`, the default one) of `--points` dense vectors in a fresh process (so peak RSS is that
-setting's own), with the payload and filter that production searches use, then answers the same real
-query embeddings twice: approximately, as production does, and exactly (a full scan), which gives
+Each setting builds its own shard of `--points` dense vectors in a fresh process (so peak RSS is
+that setting's own; a search-only setting, such as a larger `hnsw_ef`, builds the default shard),
+with the payload and filter that production searches use, then answers the same real query
+embeddings twice: approximately, as production does, and exactly (a full scan), which gives
 recall@10 of the approximate answer. Document vectors are synthesised from 4,096 real embeddings of
 synthetic notes (the benchmark's method, eval/bench.py); queries are real embeddings. The dense
 channel alone is measured: the sparse BM25 channel is not changed by these settings.
 
 Reports, per setting: build seconds (upserts, then the HNSW build), search p50/p95/p99, recall@10
-against exact search, peak RSS and disk, and each as a ratio against `default` (production's own).
+against exact search, the shard's resident memory (RSS growth over the build and the searches),
+the process's peak RSS and disk, with ratios against `default` (production's own).
 """
 
 from __future__ import annotations

@@ -58,21 +58,38 @@ class EdgeIndex:
             return shard
 
     def verify(self) -> None:
-        """Read every point's payload and dense vector; IndexUnavailableError names the first damage.
+        """Every point has its payload and a readable dense vector; IndexUnavailableError names the damage.
 
         Loading a shard checks little: with a truncated vector file or a deleted payload storage it
         loads, then a search fails ("vector 3 is not readable", a Rust panic) or returns hits without
-        payloads. Measured at 10,000 points: 0.4 s, once per start."""
+        payloads. So this reads each point's `visibility` (the field every search filters on), counts
+        the points that have a dense vector, and runs one exact search, which reads every vector inside
+        the engine. Once per start; at 1,000,000 points it takes 4.4-7.0 s, where reading every whole
+        payload and vector into Python took 13-15 s."""
         offset = None
         while True:
             with map_edge_faults(f"the Qdrant Edge shard at {self.path} is damaged"):
                 records, offset = self._shard.scroll(
-                    qe.ScrollRequest(offset=offset, limit=1000, with_payload=True, with_vector=[DENSE])
+                    qe.ScrollRequest(offset=offset, limit=10_000, with_payload=["visibility"], with_vector=False)
                 )
             for record in records:
-                _check_record(record, self.dimension, self.path)
+                payload = record.payload
+                if not payload or "visibility" not in payload:
+                    raise IndexUnavailableError(
+                        f"the Qdrant Edge shard at {self.path} lost the payload of point {record.id}")
             if offset is None:
-                return
+                break
+        with map_edge_faults(f"the Qdrant Edge shard at {self.path} is damaged"):
+            total = self._shard.count(qe.CountRequest(exact=True))
+            has_vector = qe.Filter(must=[qe.HasVectorCondition(DENSE)])
+            with_vector = self._shard.count(qe.CountRequest(exact=True, filter=has_vector))
+            if with_vector != total:
+                raise IndexUnavailableError(f"the Qdrant Edge shard at {self.path} lost the dense vectors of "
+                                            f"{total - with_vector} of {total} points")
+            if total:
+                probe = [1.0 / np.sqrt(self.dimension)] * self.dimension
+                self._shard.query(qe.QueryRequest(limit=1, query=qe.Query.Nearest(probe, using=DENSE),
+                                                  params=qe.SearchParams(exact=True)))
 
     def upsert(self, points: Sequence[IndexPoint]) -> None:
         if not points:
@@ -194,12 +211,3 @@ class EdgeIndex:
             self._closed = True
             self._shard.flush()
             self._shard.close()
-
-
-def _check_record(record: Any, dimension: int, path: Path) -> None:
-    """IndexUnavailableError unless the point has its payload and a dense vector of the right size."""
-    vector = (record.vector or {}).get(DENSE)
-    if not record.payload or "visibility" not in record.payload:
-        raise IndexUnavailableError(f"the Qdrant Edge shard at {path} lost the payload of point {record.id}")
-    if vector is None or len(vector) != dimension:
-        raise IndexUnavailableError(f"the Qdrant Edge shard at {path} lost the dense vector of point {record.id}")
