@@ -186,8 +186,9 @@ class SentenceTransformerEmbedder:
                         self._model = load_sentence_transformer(self.model_path)
         return self._model
 
-    @property
+    @functools.cached_property
     def dimension(self) -> int:
+        """Read once: `embed` asks for it on every call."""
         declared = declared_dimension(self.model_path)
         if declared is not None:  # reindexing from the cache then never loads torch
             return declared
