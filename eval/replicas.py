@@ -55,7 +55,9 @@ def _servers(root: Path, count: int, database_url: str | None) -> Iterator[tuple
     try:
         for process, url in started:
             wait_ready(url, process, timeout=180)
-        yield urls, (root / "r0" / "admin.key").read_text().strip()
+        # the replica that first found no key created the admin key; replicas start at once, so any may have
+        keys = [root / f"r{number}" / "admin.key" for number in range(count)]
+        yield urls, next(path for path in keys if path.exists()).read_text().strip()
     finally:
         for process in processes:
             process.terminate()
