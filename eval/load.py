@@ -20,6 +20,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,8 +42,10 @@ def _start_server(data_dir: Path, encoder: str = "auto") -> tuple[subprocess.Pop
     return process, url, (data_dir / "admin.key").read_text().strip()
 
 
-def run_load(url: str, key: str, clients: int, seconds: float, write_share: float,
+def run_load(urls: Sequence[str], key: str, clients: int, seconds: float, write_share: float,
              server_pid: int | None = None) -> dict[str, Any]:
+    """The mix from `clients` threads, client i on urls[i % len(urls)], then every acknowledged write
+    read back from urls[0]; `server_pid` adds the server's CPU time per request."""
     notes = [m["content"] for m in synthetic_memories(20000, seed=21)]
     queries = synthetic_queries(5000, seed=22)
     latencies: dict[str, list[float]] = {"remember": [], "recall_context": []}
@@ -53,7 +56,8 @@ def run_load(url: str, key: str, clients: int, seconds: float, write_share: floa
 
     def client(number: int) -> None:
         rng = random.Random(number)
-        with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+        with httpx.Client(base_url=urls[number % len(urls)], headers={"Authorization": f"Bearer {key}"},
+                          timeout=60) as http:
             while time.monotonic() < stop_at:
                 started = time.perf_counter()
                 if rng.random() < write_share:
@@ -83,7 +87,7 @@ def run_load(url: str, key: str, clients: int, seconds: float, write_share: floa
     wall = time.perf_counter() - started
     server_cpu = sum(server.cpu_times()[:2]) - cpu_before if server is not None else None
     missing = 0
-    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+    with httpx.Client(base_url=urls[0], headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
         for memory_id, content in acknowledged:
             response = http.get(f"/api/v1/memories/{memory_id}")
             if response.status_code != 200 or response.json()["content"] != content:
@@ -125,7 +129,7 @@ def main() -> None:
         if url is None:
             process, url, key = _start_server(Path(tmp), args.encoder)
         try:
-            report = run_load(url, key, args.clients, args.seconds, args.write_share,
+            report = run_load([url], key, args.clients, args.seconds, args.write_share,
                               process.pid if process is not None else None)
         finally:
             if process is not None:

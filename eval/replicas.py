@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import statistics
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,7 +25,7 @@ from typing import Any
 import httpx
 from sqlalchemy import create_engine, text
 
-from .bench import synthetic_memories, synthetic_queries
+from .load import run_load
 from .serving import start_server, wait_ready
 
 
@@ -66,36 +64,12 @@ def _servers(root: Path, count: int, database_url: str | None) -> Iterator[tuple
 
 def throughput(urls: list[str], key: str, clients: int, seconds: float, write_share: float = 0.3) -> dict[str, Any]:
     """Requests per second of eval.load's mix, clients spread over `urls`; errors counted."""
-    notes = [m["content"] for m in synthetic_memories(20000, seed=21)]
-    queries = synthetic_queries(5000, seed=22)
-    done = {"remember": 0, "recall_context": 0, "errors": 0}
-    lock = threading.Lock()
-    stop_at = time.monotonic() + seconds
-
-    def client(number: int) -> None:
-        rng = random.Random(number)
-        with httpx.Client(base_url=urls[number % len(urls)], headers={"Authorization": f"Bearer {key}"},
-                          timeout=60) as http:
-            while time.monotonic() < stop_at:
-                if rng.random() < write_share:
-                    operation = "remember"
-                    response = http.post("/api/v1/remember", json={
-                        "content": f"{rng.choice(notes)} (client {number}, {rng.random():.6f})", "path": f"load/c{number}"})
-                else:
-                    operation = "recall_context"
-                    response = http.post("/v1/recall/context", json={"query": rng.choice(queries), "max_items": 8})
-                with lock:
-                    done[operation if response.status_code in (200, 201) else "errors"] += 1
-
-    started = time.perf_counter()
-    threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    wall = time.perf_counter() - started
-    return {"replicas": len(urls), "clients": clients, "seconds": round(wall, 1), **done,
-            "requests_per_s": round((done["remember"] + done["recall_context"]) / wall, 1)}
+    report = run_load(urls, key, clients, seconds, write_share)
+    operations = report["operations"]
+    answered = {name: operations[name]["count"] for name in ("remember", "recall_context")}
+    return {"replicas": len(urls), "clients": clients, "seconds": report["seconds"], **answered,
+            "errors": report["errors"], "writes_not_readable": report["writes_not_readable"],
+            "requests_per_s": report["throughput_per_s"]}
 
 
 def convergence(urls: list[str], key: str, samples: int) -> dict[str, Any]:
