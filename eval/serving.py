@@ -11,10 +11,11 @@ from pathlib import Path
 
 import httpx
 
-__all__ = ["start_server", "wait_ready"]
+__all__ = ["free_port", "start_server", "wait_ready"]
 
 
-def _free_port() -> int:
+def free_port() -> int:
+    """A loopback port free at the time of asking."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
@@ -23,7 +24,7 @@ def _free_port() -> int:
 def start_server(data_dir: Path, env: Mapping[str, str] | None = None,
                  options: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], str]:
     """Launch `xmemo [options] --data-dir DIR serve` on a free loopback port; returns it and its URL."""
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-c", "from service.cli import main; main()", "--data-dir", str(data_dir), *options,
          "serve", "--port", str(port)],

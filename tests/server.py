@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 
+from eval.serving import free_port, wait_ready
 from service.keys import KeyStore
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 class RunningServer:
@@ -31,32 +24,26 @@ class RunningServer:
         self.database_url = database_url
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.log = (data_dir.parent / f"server-{self.port}.log").open("w")
+        self.log_path = data_dir.parent / f"server-{self.port}.log"
+        self.log = self.log_path.open("w")
         database = ["--database-url", database_url] if database_url else []
         self.process = subprocess.Popen(
             [sys.executable, "-c", "from service.cli import main; main()", "--data-dir", str(data_dir), *database,
              "serve", "--port", str(self.port)],
             stdout=self.log, stderr=subprocess.STDOUT, env={**os.environ, **(extra_env or {})},
         )
-        self.log_path = data_dir.parent / f"server-{self.port}.log"
         if wait:
             self.wait_ready()
 
     def wait_ready(self, seconds: float = 120) -> None:
         data_dir = self.data_dir
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+        try:
+            wait_ready(self.url, self.process, timeout=seconds)
+        except RuntimeError as error:
             if self.process.poll() is not None:
-                raise RuntimeError(f"server exited: {(data_dir.parent / f'server-{self.port}.log').read_text()}")
-            try:
-                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        else:
+                raise RuntimeError(f"server exited: {self.log_path.read_text()}") from error
             self.stop()
-            raise RuntimeError("server did not become ready")
+            raise
         if not hasattr(self, "keys"):
             self.keys = KeyStore.open(data_dir, self.database_url)
         admin = data_dir / "admin.key"  # a replica that did not start first finds its key store filled
