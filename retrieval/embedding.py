@@ -252,7 +252,7 @@ def open_embedder(settings: RetrievalSettings, stored: str | None = None) -> Emb
             backend = "onnx" if exportable(settings.embedding_model) else "torch"
     if backend in ("onnx", "onnx-int8"):
         return OnnxEmbedder(settings.embedding_model, settings.models_path, settings.embedding_batch_size,
-                            quantized=backend == "onnx-int8")
+                            quantized=backend == "onnx-int8", threads=settings.encoder_threads)
     return SentenceTransformerEmbedder(settings.embedding_model, settings.embedding_batch_size)
 
 

@@ -44,6 +44,16 @@ class RetrievalSettings(BaseSettings):
         default=None, description="where ONNX exports of models are kept; default ~/.cache/xmemo/models"
     )
     embedding_batch_size: int = Field(default=64, ge=1, le=4096)
+    encoder_threads: int | None = Field(
+        default=None, ge=1, le=1024,
+        description="threads one ONNX Runtime inference uses; absent: 1 in `xmemo serve`, whose requests "
+        "already run side by side, and one per core in the other commands",
+    )
+    index_search_threads: int | None = Field(
+        default=None, ge=1, le=1024,
+        description="Qdrant Edge's search threads, which search segments side by side; absent: 1 in "
+        "`xmemo serve`, one per core in the other commands",
+    )
     embedding_cache_path: Path | None = Field(
         default=None, description="SQLite file of the embedding cache; default inside data_dir"
     )
@@ -72,6 +82,17 @@ class RetrievalSettings(BaseSettings):
         elif not self.database_url.startswith(DATABASE_SCHEMES):
             raise ValueError(f"database_url must start with one of {', '.join(DATABASE_SCHEMES)}")
         return self
+
+    def serving(self) -> RetrievalSettings:
+        """These settings as `xmemo serve` runs them: what is not set explicitly, one thread per
+        inference and per index search.
+
+        The server answers many requests at once, so parallelism inside one request only adds
+        hand-offs; and a Qdrant Edge search holds the GIL while its threads work, stopping every
+        other request's Python for as long. Measured with `python -m eval.load` (docs/evaluation.md).
+        """
+        return self.model_copy(update={"encoder_threads": self.encoder_threads or 1,
+                                       "index_search_threads": self.index_search_threads or 1})
 
     @property
     def sql_path(self) -> Path:

@@ -301,7 +301,7 @@ def serve_command(ctx: click.Context, host: str, port: int) -> None:
     from .keys import KeyStore
     from .settings import ServiceSettings
 
-    settings = ServiceSettings(host=host, port=port, retrieval=_settings(ctx))
+    settings = ServiceSettings(host=host, port=port, retrieval=_settings(ctx).serving())
     admin_file = settings.retrieval.data_dir / "admin.key"
     # makes the data dir private, an older admin.key too
     keys = KeyStore.open(settings.retrieval.data_dir, settings.retrieval.database_url)

@@ -57,6 +57,8 @@ def test_load_loses_no_acknowledged_write_and_reports_the_servers_cpu() -> None:
     assert report["errors"] == 0 and report["writes_not_readable"] == 0
     assert report["acknowledged_writes"] > 0 and report["operations"]["recall_context"]["count"] > 0
     assert report["server_cpu_ms_per_request"] > 0
+    # the clients' own CPU is reported too, and stays a small share of the server's
+    assert 0 < report["client_cpu_ms_per_request"] < report["server_cpu_ms_per_request"]
 
 
 def test_the_edge_settings_study_compares_each_setting_with_production_and_refuses_unknown_ones() -> None:

@@ -16,10 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from retrieval import MemoryEngine, ModelMismatchError, RetrievalSettings, StoreError
 from retrieval.embedding import SentenceTransformerEmbedder, open_embedder
-from retrieval.onnx_encoder import OnnxEmbedder, exportable
+from retrieval.onnx_encoder import MAX_PADDING, OnnxEmbedder, exportable, length_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -52,6 +54,34 @@ def test_onnx_gives_the_models_vectors_alone_and_in_padded_batches(model_path, t
     assert np.min(np.sum(batch * expected, axis=1)) > 0.9999
     assert np.min(np.sum(singles * expected, axis=1)) > 0.9999
     assert np.allclose(np.linalg.norm(batch, axis=1), 1.0, atol=1e-5)
+
+
+def test_a_batch_of_mixed_lengths_gives_each_text_its_lone_vector(model_path) -> None:  # type: ignore[no-untyped-def]
+    """Short queries beside long notes go in runs of their own length; every vector is the text's own."""
+    onnx = OnnxEmbedder(model_path, RetrievalSettings().models_path, threads=1)
+    texts = [TEXTS[i % len(TEXTS)] + f" ({i})" * (i % 3) for i in range(23)]
+    lone = np.stack([onnx.embed([text])[0] for text in texts])
+    assert np.min(np.sum(onnx.embed(texts) * lone, axis=1)) > 0.99999
+
+
+@given(st.lists(st.integers(min_value=1, max_value=300), max_size=200), st.integers(min_value=1, max_value=64))
+def test_length_groups_cover_every_text_once_and_bound_the_padding(lengths: list[int], batch_size: int) -> None:
+    groups = length_groups(lengths, batch_size)
+    assert sorted(p for group in groups for p in group) == list(range(len(lengths)))
+    for group in groups:
+        sizes = [lengths[p] for p in group]
+        assert 1 <= len(group) <= batch_size
+        assert max(sizes) * len(group) <= (1 + MAX_PADDING) * sum(sizes) + 1e-9
+    if lengths and len(set(lengths)) == 1:  # equal lengths never pad: only the batch size splits them
+        assert len(groups) == -(-len(lengths) // batch_size)
+
+
+def test_serve_runs_one_thread_per_inference_and_search_unless_told_otherwise() -> None:
+    assert RetrievalSettings().encoder_threads is None  # batch commands: ONNX Runtime's and Edge's own defaults
+    served = RetrievalSettings().serving()
+    assert (served.encoder_threads, served.index_search_threads) == (1, 1)
+    told = RetrievalSettings(encoder_threads=2, index_search_threads=4).serving()
+    assert (told.encoder_threads, told.index_search_threads) == (2, 4)
 
 
 def test_int8_moves_the_vectors_but_keeps_their_neighbourhoods(torch_embedder) -> None:  # type: ignore[no-untyped-def]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 from collections.abc import Iterator, Sequence
@@ -35,9 +36,11 @@ class EdgeIndex:
 
     backend = "edge"
 
-    def __init__(self, path: Path, dimension: int) -> None:
+    def __init__(self, path: Path, dimension: int, search_threads: int | None = None) -> None:
         self.path = path
         self.dimension = dimension
+        # Edge keeps the count in the shard's config, so it is given on every load (None: one per core).
+        self.search_threads = search_threads or os.cpu_count() or 1
         self._lock = threading.RLock()
         self._closed = False
         self._shard = self._open()
@@ -46,12 +49,13 @@ class EdgeIndex:
         return qe.EdgeConfig(
             vectors={DENSE: qe.EdgeVectorParams(size=self.dimension, distance=qe.Distance.Cosine)},
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            max_search_threads=self.search_threads,
         )
 
     def _open(self) -> qe.EdgeShard:
         with map_edge_faults(f"cannot open the Qdrant Edge shard at {self.path}"):
             if self.path.exists() and any(self.path.iterdir()):
-                return qe.EdgeShard.load(str(self.path))
+                return qe.EdgeShard.load(str(self.path), self._config())
             shard = qe.EdgeShard.create(str(self.path), self._config())
             for key in KEYWORD_FIELDS:
                 shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
