@@ -63,27 +63,37 @@ def run_load(urls: Sequence[str], key: str, clients: int, seconds: float, write_
 
     def client(number: int) -> None:
         rng = random.Random(number)
-        http = _Connection(urls[number % len(urls)], key)
+        connection = _Connection(urls[number % len(urls)], key)
         try:
             while time.monotonic() < stop_at:
                 started = time.perf_counter()
+                document: dict[str, Any]
                 if rng.random() < write_share:
+                    operation, path = "remember", "/api/v1/remember"
                     content = f"{rng.choice(notes)} (client {number}, {rng.random():.6f})"
-                    status, body = http.post("/api/v1/remember", {"content": content, "path": f"load/c{number}"})
-                    operation = "remember"
+                    document = {"content": content, "path": f"load/c{number}"}
                 else:
-                    status, body = http.post("/v1/recall/context", {"query": rng.choice(queries), "max_items": 8})
-                    operation = "recall_context"
+                    operation, path = "recall_context", "/v1/recall/context"
+                    document = {"query": rng.choice(queries), "max_items": 8}
+                try:
+                    status, body = connection.post(path, document)
+                    written = json.loads(body)["id"] if operation == "remember" and status in (200, 201) else None
+                except (OSError, http.client.HTTPException, ValueError, KeyError) as error:
+                    # a failed request is an error, never retried: a retried remember could be applied twice
+                    connection.close()
+                    with lock:
+                        errors.append(f"{operation} {type(error).__name__}: {error}")
+                    continue
                 elapsed = time.perf_counter() - started
                 with lock:
                     if status in (200, 201):
                         latencies[operation].append(elapsed)
-                        if operation == "remember":
-                            acknowledged.append((json.loads(body)["id"], content))
+                        if written is not None:
+                            acknowledged.append((written, content))
                     else:
-                        errors.append(f"{operation} {status} {body[:200]!r}")
+                        errors.append(f"{operation} {status} {body[:200].decode(errors='replace')}")
         finally:
-            http.close()
+            connection.close()
 
     threads = [threading.Thread(target=client, args=(i,)) for i in range(clients)]
     server = psutil.Process(server_pid) if server_pid is not None else None
@@ -126,28 +136,20 @@ def run_load(urls: Sequence[str], key: str, clients: int, seconds: float, write_
 
 
 class _Connection:
-    """One keep-alive HTTP/1.1 connection that posts JSON with the bearer key; reconnects once
-    when the server closed it between requests."""
+    """One keep-alive HTTP/1.1 connection that posts JSON with the bearer key. After `close` (or a
+    failure) the next request opens a new connection."""
 
     def __init__(self, url: str, key: str) -> None:
         parts = urlsplit(url)
         kind = http.client.HTTPSConnection if parts.scheme == "https" else http.client.HTTPConnection
-        self._connection = kind(parts.netloc, timeout=60)
+        self._connection = kind(parts.hostname or "127.0.0.1", parts.port, timeout=60)
         self._prefix = parts.path.rstrip("/")
         self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json"}
 
     def post(self, path: str, document: dict[str, Any]) -> tuple[int, bytes]:
-        body = json.dumps(document).encode()
-        for attempt in (1, 2):
-            try:
-                self._connection.request("POST", self._prefix + path, body, self._headers)
-                response = self._connection.getresponse()
-                return response.status, response.read()
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
-                self._connection.close()
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        self._connection.request("POST", self._prefix + path, json.dumps(document).encode(), self._headers)
+        response = self._connection.getresponse()
+        return response.status, response.read()
 
     def close(self) -> None:
         self._connection.close()

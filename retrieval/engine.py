@@ -127,6 +127,10 @@ class MemoryEngine:
             )
         dimension = int(stored.get("embedding_dimension") or self.embedder.dimension)
         if allow_model_change:
+            if dimension != self.embedder.dimension and not self.settings.qdrant_url:
+                log.info("the model's vectors have %d dimensions, the index's %d: starting a new index",
+                         self.embedder.dimension, dimension)
+                return self._fresh_edge_index(self.embedder.dimension)
             dimension = self.embedder.dimension
         index: VectorIndex | None = None
         try:

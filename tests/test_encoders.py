@@ -72,16 +72,25 @@ def test_length_groups_cover_every_text_once_and_bound_the_padding(lengths: list
         sizes = [lengths[p] for p in group]
         assert 1 <= len(group) <= batch_size
         assert max(sizes) * len(group) <= (1 + MAX_PADDING) * sum(sizes) + 1e-9
-    if lengths and len(set(lengths)) == 1:  # equal lengths never pad: only the batch size splits them
-        assert len(groups) == -(-len(lengths) // batch_size)
+    for group, after in zip(groups, groups[1:]):  # a run ends only when it is full or the next text would break the bound
+        sizes = [lengths[p] for p in group] + [lengths[after[0]]]
+        assert len(group) == batch_size or max(sizes) * len(sizes) > (1 + MAX_PADDING) * sum(sizes)
 
 
-def test_serve_runs_one_thread_per_inference_and_search_unless_told_otherwise() -> None:
-    assert RetrievalSettings().encoder_threads is None  # batch commands: ONNX Runtime's and Edge's own defaults
-    served = RetrievalSettings().serving()
-    assert (served.encoder_threads, served.index_search_threads) == (1, 1)
-    told = RetrievalSettings(encoder_threads=2, index_search_threads=4).serving()
-    assert (told.encoder_threads, told.index_search_threads) == (2, 4)
+def test_serve_on_a_small_host_runs_one_thread_per_inference_and_search_unless_told_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plain = RetrievalSettings()
+    assert (plain.encoder_threads, plain.index_search_threads) == (None, None)  # other commands: the libraries' own
+    assert (plain.serving(cpus=2).encoder_threads, plain.serving(cpus=2).index_search_threads) == (1, 1)
+    assert (plain.serving(cpus=8).encoder_threads, plain.serving(cpus=8).index_search_threads) == (None, None)
+    monkeypatch.setenv("XMEMO_ENCODER_THREADS", "3")
+    monkeypatch.setenv("XMEMO_INDEX_SEARCH_THREADS", "4")
+    told = RetrievalSettings().serving(cpus=2)
+    assert (told.encoder_threads, told.index_search_threads, told.edge_search_threads) == (3, 4, 4)
+    monkeypatch.setenv("XMEMO_ENCODER_THREADS", "0")
+    with pytest.raises(ValueError):
+        RetrievalSettings()
 
 
 def test_int8_moves_the_vectors_but_keeps_their_neighbourhoods(torch_embedder) -> None:  # type: ignore[no-untyped-def]

@@ -148,28 +148,3 @@ def test_dense_scores_are_exact_cosines_of_the_named_points(index):
         text = DOCS[uuid.UUID(point_id).int - 1][3]
         assert scores[point_id] == pytest.approx(float(embedder.embed([text])[0] @ query), abs=1e-5)
 
-
-def test_an_edge_shard_opens_with_any_search_thread_count_and_answers_the_same(tmp_path: Path) -> None:
-    """The count is part of the shard's stored config: a shard made before it was set (plain
-    EdgeShard.create, as earlier releases did) and one reopened with another count both load, and a
-    search on one thread returns what the default pool returns."""
-    import qdrant_edge as qe
-
-    from retrieval.index.base import DENSE, SPARSE
-
-    path = tmp_path / "edge"
-    qe.EdgeShard.create(str(path), qe.EdgeConfig(
-        vectors={DENSE: qe.EdgeVectorParams(size=embedder.dimension, distance=qe.Distance.Cosine)},
-        sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-    )).close()
-    flt = IndexFilter(visibility=("owner:alice", "team:team-a"))
-    answers = []
-    for threads in (1, None, 1):
-        idx = EdgeIndex(path, embedder.dimension, threads)
-        assert idx.search_threads >= 1
-        if not answers:
-            idx.upsert(_points())
-            idx.flush()
-        answers.append([_ids(hits) for hits in _search(idx, "deploy", flt)])
-        idx.close()
-    assert answers[0][0] and answers[0][1] and answers.count(answers[0]) == 3

@@ -235,6 +235,27 @@ def test_store_refuses_another_model_until_reindex(make_engine, tmp_path):
     assert recall_context(reopened, ALICE, "a fact")["items"]
 
 
+def test_reindex_to_a_model_of_another_dimension_starts_a_new_index_without_calling_it_damaged(
+    make_engine, caplog
+):
+    engine = make_engine(FakeEmbedder(), name="dim")
+    remember(engine, ALICE, RememberRequest(content="a fact about the deploy", path="p"))
+    engine.close()
+
+    class SmallerModel(FakeEmbedder):
+        name = "fake:hash-32"
+        dimension = 32
+
+    with caplog.at_level("INFO", logger="xmemo"):
+        rebuilt = make_engine(SmallerModel(), name="dim", allow_model_change=True)
+        assert rebuilt.reindex() == 1
+    assert "damaged" not in caplog.text and "starting a new index" in caplog.text
+    rebuilt.close()
+    reopened = make_engine(SmallerModel(), name="dim")
+    assert reopened.index.dimension == 32
+    assert recall_context(reopened, ALICE, "deploy")["items"]
+
+
 def test_query_vectors_are_never_shared_between_models(make_engine, real_embedder):
     fake = make_engine(FakeEmbedder(), name="fake")
     real = make_engine(real_embedder, name="real")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import threading
 from collections.abc import Iterator, Sequence
@@ -36,11 +35,10 @@ class EdgeIndex:
 
     backend = "edge"
 
-    def __init__(self, path: Path, dimension: int, search_threads: int | None = None) -> None:
+    def __init__(self, path: Path, dimension: int, search_threads: int = 1) -> None:
         self.path = path
         self.dimension = dimension
-        # Edge keeps the count in the shard's config, so it is given on every load (None: one per core).
-        self.search_threads = search_threads or os.cpu_count() or 1
+        self.search_threads = search_threads  # Edge keeps it in the shard's config: given on every load
         self._lock = threading.RLock()
         self._closed = False
         self._shard = self._open()

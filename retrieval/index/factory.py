@@ -19,4 +19,4 @@ def open_index(settings: RetrievalSettings, dimension: int) -> VectorIndex:
         return ServerIndex(dimension, settings.qdrant_collection, url=settings.qdrant_url, api_key=settings.qdrant_api_key)
     from .edge import EdgeIndex
 
-    return EdgeIndex(settings.edge_path, dimension, settings.index_search_threads)
+    return EdgeIndex(settings.edge_path, dimension, settings.edge_search_threads)
