@@ -69,8 +69,7 @@ class _Shard:
             started = time.perf_counter()
             self.index.search(vector, sparse, flt, 50, 50)
             samples.append(time.perf_counter() - started)
-        info = self.index._shard.info()
-        return {"points": self.points, "state": label, "segments": info.segments_count,
+        return {"points": self.points, "state": label, "segments": self.index.segment_count(),
                 "search_ms": _percentiles(samples)}
 
     def optimize(self) -> dict[str, Any]:

@@ -147,4 +147,3 @@ def test_dense_scores_are_exact_cosines_of_the_named_points(index):
     for point_id in wanted[:2]:
         text = DOCS[uuid.UUID(point_id).int - 1][3]
         assert scores[point_id] == pytest.approx(float(embedder.embed([text])[0] @ query), abs=1e-5)
-

@@ -185,6 +185,11 @@ class EdgeIndex:
         with map_edge_faults():
             return int(self._shard.count(qe.CountRequest(exact=True)))
 
+    def segment_count(self) -> int:
+        """How many segments a search visits (Edge merges them only when asked to `optimize`)."""
+        with map_edge_faults():
+            return int(self._shard.info().segments_count)
+
     def flush(self) -> None:
         with self._lock, map_edge_faults():
             self._shard.flush()
