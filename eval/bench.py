@@ -17,6 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 from collections.abc import Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import numpy as np
@@ -92,6 +93,9 @@ class SampledDocuments:
 
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self.real.embed_query(text), dtype=np.float32)
+
+    def embed_query_later(self, text: str) -> Future[np.ndarray]:
+        return self.real.embed_query_later(text)  # type: ignore[no-any-return]
 
 
 def sample_cache() -> Path:

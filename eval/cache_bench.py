@@ -12,6 +12,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from retrieval.embedding import (
     Embedder,
     EmbeddingCache,
     SentenceTransformerEmbedder,
+    completed,
     tenant_digest,
     tenant_of,
     text_sha256,
@@ -53,6 +55,9 @@ class _Counting:
     def embed_query(self, text: str) -> np.ndarray:
         self.queries += 1
         return np.ones(self.dimension, dtype=np.float32)
+
+    def embed_query_later(self, text: str) -> Future[np.ndarray]:
+        return completed(self.embed_query(text))
 
 
 def workload(dataset: Dataset, common_docs: int, common_queries: int) -> Workload:

@@ -29,13 +29,19 @@ log = logging.getLogger("xmemo.access")
 
 
 class AccessTracker:
-    """Counts reads in memory and writes them in one statement every few seconds or reads."""
+    """Counts reads in memory and writes them in one statement every few seconds or reads.
+
+    The write runs on a thread of its own, never on the reading one: a read must not wait for the
+    write lock (an import or reflect may hold it for seconds), and the service runs reads on its
+    event loop (MemoryEngine.reads_in_process)."""
 
     def __init__(self, store: MemoryStore, clock: Callable[[], datetime]) -> None:
         self._store = store
         self._clock = clock
         self._pending: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._writing = threading.Lock()  # one write at a time: `flush` waits for one under way
+        self._behind = False  # a background flush is started and not yet done
         self._last_flush = time.monotonic()
         self._events = 0
 
@@ -46,22 +52,31 @@ class AccessTracker:
                 self._pending[memory_id] += 0
             self._pending.update(used)
             self._events += 1
-            due = self._events >= FLUSH_EVERY_READS or (
+            due = not self._behind and (self._events >= FLUSH_EVERY_READS or (
                 time.monotonic() - self._last_flush >= FLUSH_EVERY_SECONDS
-            )
+            ))
+            self._behind = self._behind or due
         if due:
+            threading.Thread(target=self._flush_behind, name="xmemo-access", daemon=True).start()
+
+    def _flush_behind(self) -> None:
+        try:
             self.flush()
+        finally:
+            with self._lock:
+                self._behind = False
 
     def flush(self) -> None:
-        """Write the pending counts. A store that cannot take them (full disk, locked) must not fail
-        the read that triggered the flush: the counts are kept for the next one and a warning logged."""
-        with self._lock:
-            pending, self._pending = dict(self._pending), Counter()
-            self._events = 0
-            self._last_flush = time.monotonic()
-        try:
-            self._store.record_access(pending, format_time(self._clock()))
-        except StoreError as error:
-            log.warning("read bookkeeping deferred (%d memories): %s", len(pending), error.message)
+        """Write the pending counts now, after any write under way. A store that cannot take them
+        (full disk, locked) keeps them for the next flush, with a warning logged."""
+        with self._writing:
             with self._lock:
-                self._pending.update(pending)
+                pending, self._pending = dict(self._pending), Counter()
+                self._events = 0
+                self._last_flush = time.monotonic()
+            try:
+                self._store.record_access(pending, format_time(self._clock()))
+            except StoreError as error:
+                log.warning("read bookkeeping deferred (%d memories): %s", len(pending), error.message)
+                with self._lock:
+                    self._pending.update(pending)

@@ -9,7 +9,7 @@ export and import come from `Memory.to_dict`, derived from the same fields.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import fields
 from typing import Any
 
@@ -18,7 +18,7 @@ from sqlalchemy.types import TypeEngine
 
 from .records import Memory, MemoryStatus, MemoryType
 
-__all__ = ["RECORD_FIELDS", "STORE_ONLY", "memory_columns", "memory_from_row", "memory_to_row"]
+__all__ = ["RECORD_FIELDS", "STORE_ONLY", "memory_columns", "memory_from_row", "memory_from_values", "memory_to_row"]
 
 RECORD_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Memory))
 
@@ -53,6 +53,8 @@ def _codec(annotation: str) -> tuple[_Codec, bool]:
 
 
 _FIELD_CODECS = {f.name: _codec(str(f.type)) for f in fields(Memory)}
+# (decode, nullable) per field in RECORD_FIELDS order; None where the stored value is the value.
+_DECODERS = tuple((None if decode is _SAME else decode, nullable) for (_, _, decode), nullable in _FIELD_CODECS.values())
 
 
 def memory_columns() -> list[Column[Any]]:
@@ -79,9 +81,12 @@ def memory_to_row(memory: Memory) -> dict[str, Any]:
 
 def memory_from_row(row: Mapping[Any, Any]) -> Memory:
     """The record a stored row holds."""
-    values: dict[str, Any] = {}
-    for name in RECORD_FIELDS:
-        (_, _, decode), nullable = _FIELD_CODECS[name]
-        value = row[name]
-        values[name] = None if value is None and nullable else decode(value)
-    return Memory(**values)
+    return memory_from_values([row[name] for name in RECORD_FIELDS])
+
+
+def memory_from_values(values: Sequence[Any]) -> Memory:
+    """The record from a stored row's values in RECORD_FIELDS order (the table's own column order).
+
+    A recall reads 16 rows; decoding them by name through SQLAlchemy's row mapping cost 11 us a row."""
+    return Memory(*[value if decode is None or (value is None and nullable) else decode(value)
+                    for (decode, nullable), value in zip(_DECODERS, values, strict=True)])

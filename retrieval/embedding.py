@@ -28,6 +28,7 @@ __all__ = [
     "EmbeddingCache",
     "Embedder",
     "SentenceTransformerEmbedder",
+    "completed",
     "declared_dimension",
     "memory_digest",
     "model_label",
@@ -103,6 +104,18 @@ class Embedder(Protocol):
 
     def embed_query(self, text: str) -> np.ndarray: ...
 
+    def embed_query_later(self, text: str) -> Future[np.ndarray]:
+        """The vector `embed_query` returns, as a future that the model's thread completes: an event
+        loop awaits it (`asyncio.wrap_future`) instead of holding a thread while the model runs."""
+        ...
+
+
+def completed(vector: np.ndarray) -> Future[np.ndarray]:
+    """A future that already holds `vector` (a cached vector, or a model that answers at once)."""
+    done: Future[np.ndarray] = Future()
+    done.set_result(vector)
+    return done
+
 
 class InferenceBatcher:
     """Runs the model on one thread and merges the texts of concurrent callers into one batch.
@@ -121,22 +134,28 @@ class InferenceBatcher:
         self._lock = threading.Lock()
 
     def embed_query(self, text: str) -> np.ndarray:
-        """One text, marked single: a model may take a faster path for a lone unpadded text."""
-        return np.asarray(self.submit([text], True)[0], dtype=np.float32)
+        return self.embed_query_later(text).result()
+
+    def embed_query_later(self, text: str) -> Future[np.ndarray]:
+        """One text, marked single (a model may take a faster path for a lone unpadded text); the
+        future holds its vector."""
+        return self.submit([text], True)
 
     def embed(self, texts: Sequence[str], dimension: int) -> np.ndarray:
         if not texts:
             return np.zeros((0, dimension), dtype=np.float32)
-        return self.submit(list(texts), False)
+        return self.submit(list(texts), False).result()
 
-    def submit(self, texts: list[str], single: bool) -> np.ndarray:
+    def submit(self, texts: list[str], single: bool) -> Future[np.ndarray]:
+        """Queue `texts` for the model's thread; the future holds their vectors (a single text's
+        vector alone). A caller that cancels the future before its batch runs drops its texts."""
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name="xmemo-embedder", daemon=True)
                 self._thread.start()
         done: Future[np.ndarray] = Future()
         self._queue.put((texts, single, done))
-        return done.result()
+        return done
 
     def _serve(self) -> None:
         while True:
@@ -149,6 +168,10 @@ class InferenceBatcher:
                     break
                 jobs.append(job)
                 count += len(job[0])
+            # A cancelled future (its caller went away) can no longer take a result: leave it out.
+            jobs = [job for job in jobs if job[2].set_running_or_notify_cancel()]
+            if not jobs:
+                continue
             texts = [text for job in jobs for text in job[0]]
             try:
                 vectors = self._run(texts, len(jobs) == 1 and jobs[0][1])
@@ -157,8 +180,9 @@ class InferenceBatcher:
                     done.set_exception(error)
                 continue
             start = 0
-            for job_texts, _, done in jobs:
-                done.set_result(vectors[start : start + len(job_texts)])
+            for job_texts, single, done in jobs:
+                done.set_result(np.array(vectors[start], dtype=np.float32) if single
+                                else vectors[start : start + len(job_texts)])
                 start += len(job_texts)
 
 
@@ -199,6 +223,9 @@ class SentenceTransformerEmbedder:
     def embed_query(self, text: str) -> np.ndarray:
         """One text on the latency path (batched with concurrent callers, else the traced graph)."""
         return self._batcher.embed_query(text)
+
+    def embed_query_later(self, text: str) -> Future[np.ndarray]:
+        return self._batcher.embed_query_later(text)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._batcher.embed(texts, self.dimension)
@@ -345,25 +372,33 @@ class CachedEmbedder:
         return self.embed_with_digests(texts, [text_sha256(t) for t in texts])
 
     def embed_query(self, text: str, tenant: str | None = None) -> np.ndarray:
+        return self.embed_query_later(text, tenant).result()
+
+    def embed_query_later(self, text: str, tenant: str | None = None) -> Future[np.ndarray]:
         """Queries are kept in an in-memory LRU, not on disk: agents repeat them, but they are many.
 
         The LRU is keyed by the asking tenant (`tenant_of(owner_id, None)`), so that one tenant's
         queries never make another's fast; a query without a tenant is encoded and not kept.
         """
         if tenant is None:
-            return self.inner.embed_query(text)
+            return self.inner.embed_query_later(text)
         key = tenant_digest(tenant, text)
         with self._queries_lock:
             vector = self._queries.get(key)
             if vector is not None:
                 self._queries.move_to_end(key)
-                return vector
-        vector = self.inner.embed_query(text)
+                return completed(vector)
+        later = self.inner.embed_query_later(text)
+        later.add_done_callback(lambda done: self._keep_query(key, done))
+        return later
+
+    def _keep_query(self, key: str, done: Future[np.ndarray]) -> None:
+        if done.cancelled() or done.exception() is not None:
+            return
         with self._queries_lock:
-            self._queries[key] = vector
+            self._queries[key] = done.result()
             if len(self._queries) > self.QUERY_CACHE_SIZE:
                 self._queries.popitem(last=False)
-        return vector
 
     def embed_with_digests(self, texts: Sequence[str], digests: Sequence[str]) -> np.ndarray:
         cached = self.cache.get_many(self.name, digests)

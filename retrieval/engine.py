@@ -113,6 +113,14 @@ class MemoryEngine:
         if self.follower is not None and not allow_model_change:
             self.follower.start()
 
+    @property
+    def reads_in_process(self) -> bool:
+        """Whether a read touches only this process's own files (SQLite in WAL mode and an embedded
+        Qdrant Edge shard) and never a network or a lock: reads never wait for writers there, and
+        `access` writes its bookkeeping on a thread of its own. A service may run such reads on its
+        event loop (service.app); PostgreSQL and a Qdrant server are read from worker threads."""
+        return not self.store.is_postgresql and self.index.backend == "edge"
+
     # -- opening ------------------------------------------------------------------------------
 
     def _open_index(self, allow_model_change: bool) -> VectorIndex:

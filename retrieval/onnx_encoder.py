@@ -23,6 +23,7 @@ import tempfile
 import threading
 import warnings
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +95,9 @@ class OnnxEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self._batcher.embed_query(text)
+
+    def embed_query_later(self, text: str) -> Future[np.ndarray]:
+        return self._batcher.embed_query_later(text)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._batcher.embed(texts, self.dimension)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
@@ -29,6 +30,7 @@ __all__ = [
     "hybrid_retrieve",
     "hydrate",
     "project_context",
+    "query_vector_later",
     "read_filters",
     "recall",
     "recall_context",
@@ -137,10 +139,12 @@ def hybrid_retrieve(
     depth: int = CANDIDATE_DEPTH,
     strategy: Strategy = "hybrid",
     alpha: float | None = None,
+    query_vector: np.ndarray | None = None,
 ) -> Retrieval:
     """Rank the memories `filters` admits for `query`: both channels, union, fuse, blend. Best first.
 
     `alpha` overrides the dense weight of the fusion (evaluation sweeps); None is the production one.
+    `query_vector` is the query's dense vector when the caller already has it (`query_vector_later`).
     """
     alpha = FUSION["alpha"] if alpha is None else alpha
     ids = None
@@ -161,8 +165,10 @@ def hybrid_retrieve(
     }
     if ids is not None and not ids:
         return Retrieval([], plan, filters)
-    tenant = tenant_of(filters.owner_id, None)
-    dense_query = engine.embedder.embed_query(query, tenant=tenant) if "dense" in channels else None
+    dense_query = None
+    if "dense" in channels:
+        dense_query = query_vector if query_vector is not None else engine.embedder.embed_query(
+            query, tenant=tenant_of(filters.owner_id, None))
     sparse_query = engine.sparse.query(query) if "bm25" in channels else None
     flt = IndexFilter.from_read_filters(filters, ids)
     dense_hits, bm25_hits = engine.index.search(dense_query, sparse_query, flt, depth, depth)
@@ -179,6 +185,13 @@ def hybrid_retrieve(
         "matched": len(ranked),
     }
     return Retrieval(ranked, plan, filters)
+
+
+def query_vector_later(engine: MemoryEngine, principal: Principal, query: str) -> Future[np.ndarray]:
+    """The dense vector that a read of `query` by `principal` needs, as a future completed by the
+    model's thread (or at once, from the query cache). A service awaits it on its event loop and
+    passes the vector to the read as `query_vector`, so that no thread waits on the model."""
+    return engine.embedder.embed_query_later(check_query(query), tenant=tenant_of(principal.owner_id, None))
 
 
 def _date(memory: Memory) -> str:
@@ -230,10 +243,12 @@ def recall_context(
     path_filter: str | None = None,
     memory_type: str | None = None,
     relevance_floor: float | None = None,
+    query_vector: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """The bounded context pack: ranked memories packed under `max_items` and exact `max_tokens`.
 
-    `relevance_floor` overrides the settings' pack_relevance_floor (evaluation sweeps).
+    `relevance_floor` overrides the settings' pack_relevance_floor (evaluation sweeps);
+    `query_vector` is the query's vector from `query_vector_later`, when the caller awaited it.
     """
     query = check_query(query)
     check_range(max_items, "max_items", 1, 50)
@@ -241,7 +256,8 @@ def recall_context(
     filters = read_filters(
         principal, team_id=team_id, bucket=bucket, scope=scope, path_filter=path_filter, memory_type=memory_type
     )
-    retrieval = hybrid_retrieve(engine, filters, query, depth=max(CANDIDATE_DEPTH, 3 * max_items))
+    retrieval = hybrid_retrieve(engine, filters, query, depth=max(CANDIDATE_DEPTH, 3 * max_items),
+                                query_vector=query_vector)
     window, collapsed = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * max_items))
     floor = engine.settings.pack_relevance_floor if relevance_floor is None else relevance_floor
     ranked = _above_floor(window, floor)
@@ -289,16 +305,19 @@ def search_memory(
     *,
     limit: int = 10,
     min_score: float | None = None,
+    query_vector: np.ndarray | None = None,
     **filter_args: Any,
 ) -> dict[str, Any]:
-    """Strict search: a result needs cosine >= min_score, or every query term present (score 1)."""
+    """Strict search: a result needs cosine >= min_score, or every query term present (score 1);
+    `query_vector` as in recall_context."""
     query = check_query(query)
     check_range(limit, "limit", 1, 100)
     threshold = engine.settings.search_min_score if min_score is None else min_score
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
         raise ValidationError("min_score must be a number from 0 to 1")
     filters = read_filters(principal, **filter_args)
-    retrieval = hybrid_retrieve(engine, filters, query, depth=max(CANDIDATE_DEPTH, 2 * limit))
+    retrieval = hybrid_retrieve(engine, filters, query, depth=max(CANDIDATE_DEPTH, 2 * limit),
+                                query_vector=query_vector)
     ranked = hydrate(engine, retrieval, len(retrieval.ranked))
     query_terms = set(engine.sparse.query(query).indices)
     results = []
@@ -315,12 +334,14 @@ def search_memory(
     return {"query": query, "min_score": threshold, "results": results}
 
 
-def recall(engine: MemoryEngine, principal: Principal, query: str, *, limit: int = 5, **filter_args: Any) -> dict[str, Any]:
-    """The light, best-effort path: the top few memories with their content, no budget report."""
+def recall(engine: MemoryEngine, principal: Principal, query: str, *, limit: int = 5,
+           query_vector: np.ndarray | None = None, **filter_args: Any) -> dict[str, Any]:
+    """The light, best-effort path: the top few memories with their content, no budget report;
+    `query_vector` as in recall_context."""
     query = check_query(query)
     check_range(limit, "limit", 1, 20)
     filters = read_filters(principal, **filter_args)
-    retrieval = hybrid_retrieve(engine, filters, query, depth=CANDIDATE_DEPTH)
+    retrieval = hybrid_retrieve(engine, filters, query, depth=CANDIDATE_DEPTH, query_vector=query_vector)
     ranked, _ = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * limit))
     results = [{**_result(h.memory), "score": round(h.ranked.score, 6)} for h in ranked[:limit]]
     engine.access.record([item["id"] for item in results], used=[item["id"] for item in results[:1]])

@@ -27,6 +27,9 @@ from .unit_of_work import UnitOfWork, chunks, memory_of_row, unique_violation
 
 #: The meta keys that name what a store was embedded with; always written together.
 MODEL_KEYS = ("embedding_model", "embedding_dimension", "sparse_model")
+# Built once: SQLAlchemy then reuses its compiled form, where building `id IN (...)` for each read
+# cost as much again as running it.
+_BY_IDS = select(memories).where(memories.c.id.in_(bindparam("ids", expanding=True)))
 
 __all__ = ["MemoryStore"]
 
@@ -216,7 +219,7 @@ class MemoryStore:
         found: dict[str, Memory] = {}
         with self.engine.connect() as connection:
             for chunk in chunks(ids):
-                for row in connection.execute(select(memories).where(memories.c.id.in_(chunk))):
+                for row in connection.execute(_BY_IDS, {"ids": chunk}):
                     memory = memory_of_row(row)
                     found[memory.id] = memory
         return found

@@ -17,7 +17,7 @@ from sqlalchemy import bindparam, delete, select, text, update
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import IntegrityError
 
-from .columns import memory_from_row, memory_to_row
+from .columns import RECORD_FIELDS, memory_from_values, memory_to_row
 from .embedding import memory_digest
 from .errors import ConflictError
 from .records import Memory, MemoryStatus
@@ -68,7 +68,8 @@ def unique_violation(error: IntegrityError) -> bool:
 
 
 def memory_of_row(row: Row[Any]) -> Memory:
-    return memory_from_row(row._mapping)
+    """The record of a row of `select(memories)`: the record's columns first, in their order."""
+    return memory_from_values(row[: len(RECORD_FIELDS)])
 
 
 class UnitOfWork:

@@ -59,7 +59,7 @@ from .schemas import (
 from .settings import ServiceSettings
 from .console import ConsoleGate, console_pages, render_error_page
 from .docs_pages import add_offline_docs
-from .routes.context import AppContext, principal_of
+from .routes.context import AppContext, principal_of, read_for_query
 from .routes.memories import router as memories_router
 from .routes.models import ReflectPlanBody
 
@@ -209,14 +209,17 @@ def create_app(
             pass  # still serve the request series when a store is down
         return PlainTextResponse(generate_latest(metrics.registry).decode(), media_type="text/plain; version=0.0.4")
 
-    @app.post("/v1/recall/context", tags=["recall"])
-    def recall_context_route(body: RecallContextBody, request: Request) -> dict[str, Any]:
-        return recall_context(running_engine(), principal_of(request), body.query, max_items=body.max_items,
-                              max_tokens=body.max_tokens, scope=body.scope, team_id=body.team_id,
-                              bucket=body.bucket, path_filter=body.path_filter, memory_type=body.memory_type)
+    @app.post("/v1/recall/context", tags=["recall"], response_model=dict[str, Any])
+    async def recall_context_route(body: RecallContextBody, request: Request) -> Response:
+        engine, principal = running_engine(), principal_of(request)
+        pack = await read_for_query(engine, principal, body.query, lambda vector: recall_context(
+            engine, principal, body.query, max_items=body.max_items, max_tokens=body.max_tokens, scope=body.scope,
+            team_id=body.team_id, bucket=body.bucket, path_filter=body.path_filter, memory_type=body.memory_type,
+            query_vector=vector))
+        return JSONResponse(pack)  # already plain JSON types: FastAPI's encoder pass would only repeat them
 
     @app.get("/v1/memories/search", tags=["recall"])
-    def search_route(
+    async def search_route(
         request: Request,
         query: QueryText,
         limit: int = Query(default=10, ge=1, le=100),
@@ -224,8 +227,10 @@ def create_app(
         path_filter: Label | None = None, memory_type: MemoryTypeName | None = None,
         min_score: float | None = Query(default=None, ge=0.0, le=1.0),
     ) -> dict[str, Any]:
-        found = search_memory(running_engine(), principal_of(request), query, limit=limit, min_score=min_score, scope=scope,
-                              team_id=team_id, bucket=bucket, path_filter=path_filter, memory_type=memory_type)
+        engine, principal = running_engine(), principal_of(request)
+        found = await read_for_query(engine, principal, query, lambda vector: search_memory(
+            engine, principal, query, limit=limit, min_score=min_score, scope=scope, team_id=team_id, bucket=bucket,
+            path_filter=path_filter, memory_type=memory_type, query_vector=vector))
         return {"results": found["results"], "query": found["query"], "min_score": found["min_score"]}
 
     @app.post("/v1/projects/{project_id}/context", tags=["recall"])

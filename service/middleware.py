@@ -176,8 +176,12 @@ class EdgeMiddleware:
                 await reply(401, "unauthorized", "missing bearer API key")
                 return
             else:
+                secret = authorization[7:].strip()
                 try:
-                    key_id, principal = await to_thread.run_sync(self.keys.resolve, authorization[7:].strip())
+                    if self.keys.in_process:
+                        key_id, principal = self.keys.resolve(secret)
+                    else:
+                        key_id, principal = await to_thread.run_sync(self.keys.resolve, secret)
                 except AuthenticationError as error:
                     await reply(401, error.code, error.message)
                     return

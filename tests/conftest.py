@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -15,7 +16,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from retrieval import MemoryEngine, RetrievalSettings  # noqa: E402
-from retrieval.embedding import Embedder, open_embedder  # noqa: E402
+from retrieval.embedding import Embedder, completed, open_embedder  # noqa: E402
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 BACKENDS = ["edge", "server"]
@@ -38,6 +39,9 @@ class FakeEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed([text])[0]
+
+    def embed_query_later(self, text: str) -> Future[np.ndarray]:
+        return completed(self.embed_query(text))
 
 
 @pytest.fixture(scope="session")
