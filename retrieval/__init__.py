@@ -12,7 +12,7 @@ from .errors import (
     ValidationError,
     XMemoError,
 )
-from .reads import get_memory, hybrid_retrieve, query_vector_later, read_filters, recall, recall_context, search_memory
+from .reads import get_memory, hybrid_retrieve, prepare_read, read_filters, recall, recall_context, search_memory
 from .records import Memory, MemoryStatus, MemoryType, Principal, ReadFilters
 from .rendering import render_context_text
 from .settings import RetrievalSettings
@@ -42,12 +42,12 @@ __all__ = [
     "get_memory",
     "hybrid_retrieve",
     "import_records",
+    "prepare_read",
     "read_filters",
     "recall",
     "recall_context",
     "remember",
     "render_context_text",
-    "query_vector_later",
     "search_memory",
     "update_state",
 ]

@@ -41,7 +41,8 @@ class AccessTracker:
         self._pending: Counter[str] = Counter()
         self._lock = threading.Lock()
         self._writing = threading.Lock()  # one write at a time: `flush` waits for one under way
-        self._behind = False  # a background flush is started and not yet done
+        self._behind: threading.Thread | None = None  # the background flush started and not yet done
+        self._closed = False
         self._last_flush = time.monotonic()
         self._events = 0
 
@@ -52,19 +53,32 @@ class AccessTracker:
                 self._pending[memory_id] += 0
             self._pending.update(used)
             self._events += 1
-            due = not self._behind and (self._events >= FLUSH_EVERY_READS or (
-                time.monotonic() - self._last_flush >= FLUSH_EVERY_SECONDS
-            ))
-            self._behind = self._behind or due
-        if due:
-            threading.Thread(target=self._flush_behind, name="xmemo-access", daemon=True).start()
+            if self._behind is not None or self._closed or not (
+                    self._events >= FLUSH_EVERY_READS or time.monotonic() - self._last_flush >= FLUSH_EVERY_SECONDS):
+                return
+            self._behind = threading.Thread(target=self._flush_behind, name="xmemo-access", daemon=True)
+            try:
+                self._behind.start()
+            except RuntimeError:  # no thread to be had (interpreter shutdown): the next read tries again
+                self._behind = None
 
     def _flush_behind(self) -> None:
         try:
             self.flush()
+        except Exception:  # this thread's own edge: nobody else would see it
+            log.exception("read bookkeeping failed; the counts are kept for the next flush")
         finally:
             with self._lock:
-                self._behind = False
+                self._behind = None
+
+    def close(self) -> None:
+        """Start no more background flushes, wait for one under way, and write what is pending."""
+        with self._lock:
+            self._closed = True
+            behind = self._behind
+        if behind is not None:
+            behind.join()
+        self.flush()
 
     def flush(self) -> None:
         """Write the pending counts now, after any write under way. A store that cannot take them
@@ -76,7 +90,9 @@ class AccessTracker:
                 self._last_flush = time.monotonic()
             try:
                 self._store.record_access(pending, format_time(self._clock()))
-            except StoreError as error:
-                log.warning("read bookkeeping deferred (%d memories): %s", len(pending), error.message)
+            except Exception as error:
                 with self._lock:
                     self._pending.update(pending)
+                if not isinstance(error, StoreError):
+                    raise
+                log.warning("read bookkeeping deferred (%d memories): %s", len(pending), error.message)

@@ -54,7 +54,8 @@ def _codec(annotation: str) -> tuple[_Codec, bool]:
 
 _FIELD_CODECS = {f.name: _codec(str(f.type)) for f in fields(Memory)}
 # (decode, nullable) per field in RECORD_FIELDS order; None where the stored value is the value.
-_DECODERS = tuple((None if decode is _SAME else decode, nullable) for (_, _, decode), nullable in _FIELD_CODECS.values())
+_DECODERS = tuple((None if decode is _SAME else decode, nullable)
+                  for (_, _, decode), nullable in _FIELD_CODECS.values())
 
 
 def memory_columns() -> list[Column[Any]]:

@@ -148,7 +148,8 @@ class InferenceBatcher:
 
     def submit(self, texts: list[str], single: bool) -> Future[np.ndarray]:
         """Queue `texts` for the model's thread; the future holds their vectors (a single text's
-        vector alone). A caller that cancels the future before its batch runs drops its texts."""
+        vector alone). A future cancelled before its batch runs (an MCP request cancelled, a server
+        shutting down) is left out of the batch."""
         with self._lock:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name="xmemo-embedder", daemon=True)
@@ -175,7 +176,9 @@ class InferenceBatcher:
             texts = [text for job in jobs for text in job[0]]
             try:
                 vectors = self._run(texts, len(jobs) == 1 and jobs[0][1])
-            except BaseException as error:  # hand the failure to every waiting caller
+                if len(vectors) != len(texts):
+                    raise RuntimeError(f"the model gave {len(vectors)} vectors for {len(texts)} texts")
+            except BaseException as error:  # hand the failure to every waiting caller; this thread lives on
                 for _, _, done in jobs:
                     done.set_exception(error)
                 continue

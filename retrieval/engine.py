@@ -188,7 +188,7 @@ class MemoryEngine:
         self._closed = True
         if self.follower is not None:
             self.follower.stop()
-        self.access.flush()
+        self.access.close()
         self.index.close()
         self.embedder.cache.close()
         self.store.close()

@@ -29,8 +29,9 @@ __all__ = [
     "get_memory",
     "hybrid_retrieve",
     "hydrate",
+    "PreparedRead",
+    "prepare_read",
     "project_context",
-    "query_vector_later",
     "read_filters",
     "recall",
     "recall_context",
@@ -144,7 +145,7 @@ def hybrid_retrieve(
     """Rank the memories `filters` admits for `query`: both channels, union, fuse, blend. Best first.
 
     `alpha` overrides the dense weight of the fusion (evaluation sweeps); None is the production one.
-    `query_vector` is the query's dense vector when the caller already has it (`query_vector_later`).
+    `query_vector` is the query's dense vector when the caller already has it (`prepare_read`).
     """
     alpha = FUSION["alpha"] if alpha is None else alpha
     ids = None
@@ -187,11 +188,28 @@ def hybrid_retrieve(
     return Retrieval(ranked, plan, filters)
 
 
-def query_vector_later(engine: MemoryEngine, principal: Principal, query: str) -> Future[np.ndarray]:
-    """The dense vector that a read of `query` by `principal` needs, as a future completed by the
-    model's thread (or at once, from the query cache). A service awaits it on its event loop and
-    passes the vector to the read as `query_vector`, so that no thread waits on the model."""
-    return engine.embedder.embed_query_later(check_query(query), tenant=tenant_of(principal.owner_id, None))
+@dataclass(frozen=True, slots=True)
+class PreparedRead:
+    """A read of a query, checked and started: `vector` is the query's dense vector as a future that
+    the model's thread completes (at once from the query cache); `in_process` says whether the read
+    then touches only this process's files and waits for nothing (MemoryEngine.reads_in_process,
+    and no path filter with `%`, which is resolved by a scan in SQL)."""
+
+    vector: Future[np.ndarray]
+    in_process: bool
+
+
+def prepare_read(engine: MemoryEngine, principal: Principal, query: str, **filter_args: Any) -> PreparedRead:
+    """Check a read of `query` with these filters as the read will (the query, the principal's read
+    scope and team, the filters: a refused request never runs the model), then start its vector.
+
+    A service awaits `vector` on its event loop and passes it to the read as `query_vector`, so that
+    no thread is held waiting on the model."""
+    query = check_query(query)
+    filters = read_filters(principal, **filter_args)
+    scans = filters.path_pattern is not None and filters.path_pattern.exact is None
+    return PreparedRead(engine.embedder.embed_query_later(query, tenant=tenant_of(filters.owner_id, None)),
+                        engine.reads_in_process and not scans)
 
 
 def _date(memory: Memory) -> str:
@@ -248,7 +266,7 @@ def recall_context(
     """The bounded context pack: ranked memories packed under `max_items` and exact `max_tokens`.
 
     `relevance_floor` overrides the settings' pack_relevance_floor (evaluation sweeps);
-    `query_vector` is the query's vector from `query_vector_later`, when the caller awaited it.
+    `query_vector` is the query's vector from `prepare_read`, when the caller awaited it.
     """
     query = check_query(query)
     check_range(max_items, "max_items", 1, 50)

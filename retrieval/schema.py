@@ -169,8 +169,12 @@ def open_engine(target: Path | str, busy_timeout_ms: int = 30_000) -> Engine:
         return _open_url(engine_url(target), busy_timeout_ms)
     path = target
     path.parent.mkdir(parents=True, exist_ok=True)
+    # No cap on connections beyond the 8 kept open: a checkout never waits for another thread to give
+    # one back. The service reads on its event loop (MemoryEngine.reads_in_process), which must not
+    # wait on worker threads; each thread holds at most one connection at a time.
     engine = create_engine(
-        f"sqlite:///{path}", connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000}
+        f"sqlite:///{path}", connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000},
+        pool_size=8, max_overflow=-1,
     )
     install_sql_mapping(engine, f"the database {path.name} failed")
 

@@ -68,7 +68,8 @@ def unique_violation(error: IntegrityError) -> bool:
 
 
 def memory_of_row(row: Row[Any]) -> Memory:
-    """The record of a row of `select(memories)`: the record's columns first, in their order."""
+    """The record of a row of `select(memories)`: the record's columns come first, in the record's
+    field order (tests/test_store.py holds the table to it)."""
     return memory_from_values(row[: len(RECORD_FIELDS)])
 
 

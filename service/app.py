@@ -59,7 +59,8 @@ from .schemas import (
 from .settings import ServiceSettings
 from .console import ConsoleGate, console_pages, render_error_page
 from .docs_pages import add_offline_docs
-from .routes.context import AppContext, principal_of, read_for_query
+from .reads import read_for_query
+from .routes.context import AppContext, principal_of
 from .routes.memories import router as memories_router
 from .routes.models import ReflectPlanBody
 
@@ -209,14 +210,14 @@ def create_app(
             pass  # still serve the request series when a store is down
         return PlainTextResponse(generate_latest(metrics.registry).decode(), media_type="text/plain; version=0.0.4")
 
-    @app.post("/v1/recall/context", tags=["recall"], response_model=dict[str, Any])
-    async def recall_context_route(body: RecallContextBody, request: Request) -> Response:
+    @app.post("/v1/recall/context", tags=["recall"])
+    async def recall_context_route(body: RecallContextBody, request: Request) -> dict[str, Any]:
         engine, principal = running_engine(), principal_of(request)
-        pack = await read_for_query(engine, principal, body.query, lambda vector: recall_context(
-            engine, principal, body.query, max_items=body.max_items, max_tokens=body.max_tokens, scope=body.scope,
-            team_id=body.team_id, bucket=body.bucket, path_filter=body.path_filter, memory_type=body.memory_type,
-            query_vector=vector))
-        return JSONResponse(pack)  # already plain JSON types: FastAPI's encoder pass would only repeat them
+        filters: dict[str, Any] = {"scope": body.scope, "team_id": body.team_id, "bucket": body.bucket,
+                                   "path_filter": body.path_filter, "memory_type": body.memory_type}
+        return await read_for_query(engine, principal, body.query, lambda vector: recall_context(
+            engine, principal, body.query, max_items=body.max_items, max_tokens=body.max_tokens,
+            query_vector=vector, **filters), **filters)
 
     @app.get("/v1/memories/search", tags=["recall"])
     async def search_route(
@@ -228,9 +229,10 @@ def create_app(
         min_score: float | None = Query(default=None, ge=0.0, le=1.0),
     ) -> dict[str, Any]:
         engine, principal = running_engine(), principal_of(request)
+        filters: dict[str, Any] = {"scope": scope, "team_id": team_id, "bucket": bucket,
+                                   "path_filter": path_filter, "memory_type": memory_type}
         found = await read_for_query(engine, principal, query, lambda vector: search_memory(
-            engine, principal, query, limit=limit, min_score=min_score, scope=scope, team_id=team_id, bucket=bucket,
-            path_filter=path_filter, memory_type=memory_type, query_vector=vector))
+            engine, principal, query, limit=limit, min_score=min_score, query_vector=vector, **filters), **filters)
         return {"results": found["results"], "query": found["query"], "min_score": found["min_score"]}
 
     @app.post("/v1/projects/{project_id}/context", tags=["recall"])

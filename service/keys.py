@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Column, Engine, MetaData, String, Table, Text, select, update
+from sqlalchemy import Column, Engine, MetaData, String, Table, Text, bindparam, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import OperationalError
 
@@ -73,6 +73,10 @@ def _principal_dict(principal: Principal) -> dict[str, Any]:
         "team_ids": list(principal.team_ids),
         "scopes": sorted(principal.scopes),
     }
+
+
+# Built once, so that SQLAlchemy reuses its compiled form: every request resolves its key.
+_BY_KEY_ID = select(api_keys).where(api_keys.c.key_id == bindparam("key_id"))
 
 
 def _principal_from(document: dict[str, Any]) -> Principal:
@@ -149,7 +153,7 @@ class KeyStore:
             raise AuthenticationError("invalid API key")
         try:
             with self.engine.connect() as connection:
-                row = connection.execute(select(api_keys).where(api_keys.c.key_id == parts[1])).first()
+                row = connection.execute(_BY_KEY_ID, {"key_id": parts[1]}).first()
         except OperationalError as error:
             raise StoreError("the authorization store is unavailable") from error
         # Compare even when the id is unknown, so timing does not tell known ids apart.

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from typing import Annotated, Any
 
 from anyio import to_thread
@@ -25,7 +26,7 @@ from retrieval import (
 from retrieval.rendering import render_identity_text, render_search_text
 
 from .errors import status_of
-from .routes.context import read_for_query
+from .reads import read_for_query
 
 __all__ = ["build_mcp"]
 
@@ -44,24 +45,30 @@ def _principal(ctx: Context) -> Principal:
     return principal
 
 
+@contextlib.contextmanager
+def _tool_errors() -> Iterator[None]:
+    """Domain errors reach the MCP client as tool errors carrying the REST status."""
+    try:
+        yield
+    except XMemoError as error:
+        raise ToolError(f"{status_of(error)} {error.code}: {error.message}") from error
+
+
 def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSettings) -> MCPServer:
     server: MCPServer = MCPServer(name="xmemo", instructions="Long-term memory for agents: remember, recall, reflect.")
 
     async def run(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run a use case off the event loop; domain errors reach the client with the REST status."""
-        try:
+        with _tool_errors():
             return await to_thread.run_sync(lambda: function(engine_of(), *args, **kwargs))
-        except XMemoError as error:
-            raise ToolError(f"{status_of(error)} {error.code}: {error.message}") from error
 
-    async def read(function: Callable[..., Any], principal: Principal, query: str, **kwargs: Any) -> Any:
-        """A read of `query`, run as the REST routes run it (routes.context.read_for_query)."""
-        try:
+    async def read(function: Callable[..., Any], principal: Principal, query: str, *, filters: dict[str, Any],
+                   **kwargs: Any) -> Any:
+        """A read of `query`, run as the REST routes run it (service.reads.read_for_query)."""
+        with _tool_errors():
             engine = engine_of()
             return await read_for_query(engine, principal, query, lambda vector: function(
-                engine, principal, query, query_vector=vector, **kwargs))
-        except XMemoError as error:
-            raise ToolError(f"{status_of(error)} {error.code}: {error.message}") from error
+                engine, principal, query, query_vector=vector, **kwargs, **filters), **filters)
 
     @server.tool(name="remember", description="Persist a memory (content at a logical path).")
     async def remember_tool(
@@ -82,19 +89,20 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
     async def recall_context_tool(query: str, ctx: Context, max_items: Integer = 8, max_tokens: Integer = 1500,
                                   scope: str = "", team_id: str = "", bucket: str = "", path_filter: str = "",
                                   memory_type: str = "") -> str:
+        filters: dict[str, Any] = {"scope": scope or None, "team_id": team_id or None, "bucket": bucket or None,
+                                   "path_filter": path_filter or None, "memory_type": memory_type or None}
         pack = await read(recall_context, _principal(ctx), query, max_items=max_items, max_tokens=max_tokens,
-                         scope=scope or None, team_id=team_id or None, bucket=bucket or None,
-                         path_filter=path_filter or None, memory_type=memory_type or None)
+                          filters=filters)
         return render_context_text(pack)
 
     @server.tool(name="recall", description="Light best-effort recall: the few most relevant memories.")
     async def recall_tool(query: str, ctx: Context, limit: Integer = 5) -> str:
-        found = await read(recall, _principal(ctx), query, limit=limit)
+        found = await read(recall, _principal(ctx), query, limit=limit, filters={})
         return render_search_text(found["results"], "XMemo Recall")
 
     @server.tool(name="search_memory", description="Strict search: only memories that match well; may return nothing.")
     async def search_memory_tool(query: str, ctx: Context, limit: Integer = 10, min_score: Number = None) -> str:
-        found = await read(search_memory, _principal(ctx), query, limit=limit, min_score=min_score)
+        found = await read(search_memory, _principal(ctx), query, limit=limit, min_score=min_score, filters={})
         return render_search_text(found["results"], "XMemo Search")
 
     @server.tool(name="reflect", description=(

@@ -1,13 +1,15 @@
 """Reads on the service's event loop: the query vector is awaited, never waited for on a thread.
 
-recall_context and search await the query's vector (the model's thread batches it with every other
-request's texts), then run the read on the event loop when the store is SQLite with an embedded
-Qdrant Edge shard. So nothing a read does may wait for a lock: the read bookkeeping is written on a
-thread of its own, and a caller that goes away before its batch runs must not stop the model's thread.
+recall_context and search check the request, await the query's vector (the model's thread batches
+it with every other request's texts), then run the read on the event loop when it stays in this
+process (SQLite, an embedded Qdrant Edge shard, no `%` path filter). So nothing such a read does may
+wait: the read bookkeeping is written on a thread of its own, and a caller that goes away before its
+batch runs must not stop the model's thread.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 from concurrent.futures import CancelledError, Future
@@ -17,9 +19,12 @@ import httpx
 import numpy as np
 import pytest
 
-from retrieval import MemoryEngine, Principal, RememberRequest, query_vector_later, recall_context, remember
+from retrieval import MemoryEngine, Principal, RememberRequest, prepare_read, recall_context, remember
+from retrieval.access import FLUSH_EVERY_READS, AccessTracker
 from retrieval.embedding import CachedEmbedder, EmbeddingCache, InferenceBatcher, tenant_of
+from service.reads import read_for_query
 
+from .appclient import app_client
 from .conftest import FakeEmbedder, settings_for
 from .server import RunningServer
 
@@ -87,32 +92,92 @@ def test_a_read_given_its_awaited_vector_answers_as_one_that_embeds_its_own(tmp_
                      "The on-call rota swaps every Monday at noon."):
             remember(engine, ALICE, RememberRequest(content=note, path="ops"))
         query = "why did the payments deploy fail"
-        vector = query_vector_later(engine, ALICE, query).result(60)
-        given = recall_context(engine, ALICE, query, query_vector=vector)
+        given = recall_context(engine, ALICE, query, query_vector=prepare_read(engine, ALICE, query).vector.result(60))
+        engine.embedder._queries.clear()  # the read below embeds its own query again
         own = recall_context(engine, ALICE, query)
         assert [item["id"] for item in given["items"]] == [item["id"] for item in own["items"]]
         assert given["context_text"] == own["context_text"]
 
 
-def test_only_sqlite_with_an_embedded_shard_is_read_on_the_event_loop(tmp_path: Path, fake_embedder):
+def test_a_read_given_a_vector_never_asks_the_model(tmp_path: Path):
+    model = _Counting()
+    with MemoryEngine(settings_for(tmp_path / "data", "edge"), embedder=model) as engine:
+        remember(engine, ALICE, RememberRequest(content="the spare key is under the blue mat", path="home"))
+        pack = recall_context(engine, ALICE, "spare key", query_vector=model.embed(["spare key"])[0])
+        assert len(pack["items"]) == 1 and model.queries == []
+
+
+def test_only_reads_of_this_process_files_run_on_the_event_loop(tmp_path: Path, fake_embedder):
+    """Which thread a read runs on: the loop's for SQLite with an Edge shard, a worker's for a `%`
+    path filter (resolved by a scan in SQL), qdrant-client and PostgreSQL."""
     from .pg import fresh_database
 
+    async def thread_of(engine: MemoryEngine, **filters: str) -> threading.Thread:
+        return await read_for_query(engine, ALICE, "spare key", lambda _vector: threading.current_thread(), **filters)
+
+    def runs_on_loop(engine: MemoryEngine, **filters: str) -> bool:
+        return asyncio.run(thread_of(engine, **filters)) is threading.current_thread()
+
     with MemoryEngine(settings_for(tmp_path / "edge", "edge"), embedder=fake_embedder) as engine:
-        assert engine.reads_in_process
-    with MemoryEngine(settings_for(tmp_path / "server", "qdrant"), embedder=fake_embedder) as engine:
-        assert not engine.reads_in_process  # qdrant-client: a server across a network
-    with fresh_database() as url, MemoryEngine(settings_for(tmp_path / "pg", "edge", url), embedder=fake_embedder) as engine:
-        assert not engine.reads_in_process
+        assert runs_on_loop(engine) and runs_on_loop(engine, path_filter="home/keys")
+        assert not runs_on_loop(engine, path_filter="home/%")
+    with MemoryEngine(settings_for(tmp_path / "local", "qdrant"), embedder=fake_embedder) as engine:
+        assert not runs_on_loop(engine)  # qdrant-client (local mode here; a server elsewhere)
+    with fresh_database() as url, MemoryEngine(settings_for(tmp_path / "pg", "edge", url),
+                                               embedder=fake_embedder) as engine:
+        assert not runs_on_loop(engine)
+
+
+def test_a_refused_read_never_runs_the_model(tmp_path: Path):
+    model = _Counting()
+    with app_client(tmp_path / "data", embedder=model) as (client, _engine, key):
+        asked = len(model.queries)  # the warm-up's query
+        writer_only = _key_with(tmp_path / "data", scopes=("memory:write",))
+        for headers, body, status in (
+            ({"Authorization": f"Bearer {writer_only}"}, {"query": "spare key"}, 403),
+            ({"Authorization": f"Bearer {key}"}, {"query": "spare key", "team_id": "not-mine"}, 403),
+            ({"Authorization": f"Bearer {key}"}, {"query": "spare key", "path_filter": "a\x01b"}, 422),
+        ):
+            assert client.post("/v1/recall/context", json=body, headers=headers).status_code == status
+        assert len(model.queries) == asked
+
+
+def _key_with(data_dir: Path, scopes: tuple[str, ...]) -> str:
+    from service.keys import KeyStore
+
+    keys = KeyStore.open(data_dir)
+    try:
+        return keys.create("alice", scopes=scopes).key
+    finally:
+        keys.close()
+
+
+def test_bookkeeping_behind_a_held_lock_loses_nothing_and_close_waits_for_it(tmp_path: Path, fake_embedder):
+    with MemoryEngine(settings_for(tmp_path / "data", "edge"), embedder=fake_embedder) as engine:
+        stored = remember(engine, ALICE, RememberRequest(content="the spare key is under the mat", path="home"))
+        tracker = AccessTracker(engine.store, engine.clock)
+        holder = sqlite3.connect(engine.settings.sql_path, timeout=60, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        for _ in range(FLUSH_EVERY_READS):  # the last one starts the background write, which waits
+            tracker.record([stored.memory.id], used=[stored.memory.id])
+        assert engine.store.get(stored.memory.id).access_count == 0  # type: ignore[union-attr]
+        holder.execute("ROLLBACK")
+        holder.close()
+        tracker.record([stored.memory.id], used=[stored.memory.id])  # after the started write, still counted
+        tracker.close()
+        assert engine.store.get(stored.memory.id).access_count == FLUSH_EVERY_READS + 1  # type: ignore[union-attr]
 
 
 def test_reads_answer_while_a_writer_holds_the_database(tmp_path: Path):
-    """The 256th read starts the bookkeeping write while another process holds SQLite's write lock:
-    every read, and /healthz, still answers before that lock is let go, and no count is lost."""
+    """Reads start the bookkeeping write (every 5 s or 256 reads) while another process holds
+    SQLite's write lock: every read, and /healthz, still answers before that lock is let go, and no
+    count is lost."""
     data_dir = tmp_path / "data"
     server = RunningServer(data_dir, extra_env={"XMEMO_SQLITE_BUSY_TIMEOUT_MS": "600000"})
     reads = 300
     try:
-        with server.client(server.admin_key) as http:
+        with httpx.Client(base_url=server.url, headers={"Authorization": f"Bearer {server.admin_key}"},
+                      timeout=120) as http:
             stored = http.post("/api/v1/remember", json={"content": "the spare key is under the blue mat",
                                                          "path": "home"})
             assert stored.status_code == 201, stored.text
@@ -124,7 +189,7 @@ def test_reads_answer_while_a_writer_holds_the_database(tmp_path: Path):
             released_after_reads: list[bool] = []
 
             def hold() -> None:
-                released_after_reads.append(reads_done.wait(120))
+                released_after_reads.append(reads_done.wait(30))  # then let go: a waiting read would finish
                 holder.execute("ROLLBACK")
                 holder.close()
 

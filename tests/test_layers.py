@@ -45,7 +45,7 @@ def test_public_api_of_retrieval():
             "MemoryStatus", "MemoryType", "ModelMismatchError", "NotFoundError", "PermissionDeniedError",
             "Principal", "ReadFilters", "RememberRequest", "RetrievalSettings", "StoreError", "ValidationError",
             "WriteResult", "XMemoError", "add_event", "archive_memory", "get_memory", "hybrid_retrieve",
-            "import_records", "query_vector_later", "read_filters", "recall", "recall_context", "remember",
+            "import_records", "prepare_read", "read_filters", "recall", "recall_context", "remember",
             "render_context_text", "search_memory", "update_state",
         ]
     )
