@@ -178,15 +178,15 @@ class InferenceBatcher:
                 vectors = self._run(texts, len(jobs) == 1 and jobs[0][1])
                 if len(vectors) != len(texts):
                     raise RuntimeError(f"the model gave {len(vectors)} vectors for {len(texts)} texts")
-            except BaseException as error:  # hand the failure to every waiting caller; this thread lives on
+                start = 0
+                for job_texts, single, done in jobs:
+                    done.set_result(np.array(vectors[start], dtype=np.float32) if single
+                                    else vectors[start : start + len(job_texts)])
+                    start += len(job_texts)
+            except BaseException as error:  # hand the failure to every caller still waiting; this thread lives on
                 for _, _, done in jobs:
-                    done.set_exception(error)
-                continue
-            start = 0
-            for job_texts, single, done in jobs:
-                done.set_result(np.array(vectors[start], dtype=np.float32) if single
-                                else vectors[start : start + len(job_texts)])
-                start += len(job_texts)
+                    if not done.done():
+                        done.set_exception(error)
 
 
 class SentenceTransformerEmbedder:

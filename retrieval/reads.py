@@ -188,28 +188,40 @@ def hybrid_retrieve(
     return Retrieval(ranked, plan, filters)
 
 
+# A read that stays in the process is small enough to run on a service's event loop when it reads
+# at most this many records: recall_context's default 8 items (a window of 16). A larger one, or a
+# search (which reads every candidate), runs on a worker thread, where other requests interleave.
+IN_PROCESS_MAX_RECORDS = 16
+
+
 @dataclass(frozen=True, slots=True)
 class PreparedRead:
     """A read of a query, checked and started: `vector` is the query's dense vector as a future that
     the model's thread completes (at once from the query cache); `in_process` says whether the read
-    then touches only this process's files and waits for nothing (MemoryEngine.reads_in_process,
-    and no path filter with `%`, which is resolved by a scan in SQL)."""
+    is small and touches only this process's files, waiting for nothing (MemoryEngine.reads_in_process,
+    a pack window of at most IN_PROCESS_MAX_RECORDS, and no path filter with `%`, which is resolved
+    by a scan in SQL)."""
 
     vector: Future[np.ndarray]
     in_process: bool
 
 
-def prepare_read(engine: MemoryEngine, principal: Principal, query: str, **filter_args: Any) -> PreparedRead:
+def prepare_read(engine: MemoryEngine, principal: Principal, query: str, *, items: Any = None,
+                 **filter_args: Any) -> PreparedRead:
     """Check a read of `query` with these filters as the read will (the query, the principal's read
     scope and team, the filters: a refused request never runs the model), then start its vector.
+    `items` is how many items a pack-windowed read (recall_context, recall) returns at most; None
+    for a read of every candidate (search).
 
     A service awaits `vector` on its event loop and passes it to the read as `query_vector`, so that
     no thread is held waiting on the model."""
     query = check_query(query)
     filters = read_filters(principal, **filter_args)
     scans = filters.path_pattern is not None and filters.path_pattern.exact is None
+    # A value that is not a count is left to the read, which refuses it.
+    small = type(items) is int and PACK_WINDOW * items <= IN_PROCESS_MAX_RECORDS
     return PreparedRead(engine.embedder.embed_query_later(query, tenant=tenant_of(filters.owner_id, None)),
-                        engine.reads_in_process and not scans)
+                        engine.reads_in_process and small and not scans)
 
 
 def _date(memory: Memory) -> str:

@@ -217,7 +217,7 @@ def create_app(
                                    "path_filter": body.path_filter, "memory_type": body.memory_type}
         return await read_for_query(engine, principal, body.query, lambda vector: recall_context(
             engine, principal, body.query, max_items=body.max_items, max_tokens=body.max_tokens,
-            query_vector=vector, **filters), **filters)
+            query_vector=vector, **filters), items=body.max_items, **filters)
 
     @app.get("/v1/memories/search", tags=["recall"])
     async def search_route(

@@ -63,12 +63,12 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
             return await to_thread.run_sync(lambda: function(engine_of(), *args, **kwargs))
 
     async def read(function: Callable[..., Any], principal: Principal, query: str, *, filters: dict[str, Any],
-                   **kwargs: Any) -> Any:
+                   items: Any = None, **kwargs: Any) -> Any:
         """A read of `query`, run as the REST routes run it (service.reads.read_for_query)."""
         with _tool_errors():
             engine = engine_of()
             return await read_for_query(engine, principal, query, lambda vector: function(
-                engine, principal, query, query_vector=vector, **kwargs, **filters), **filters)
+                engine, principal, query, query_vector=vector, **kwargs, **filters), items=items, **filters)
 
     @server.tool(name="remember", description="Persist a memory (content at a logical path).")
     async def remember_tool(
@@ -92,12 +92,12 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         filters: dict[str, Any] = {"scope": scope or None, "team_id": team_id or None, "bucket": bucket or None,
                                    "path_filter": path_filter or None, "memory_type": memory_type or None}
         pack = await read(recall_context, _principal(ctx), query, max_items=max_items, max_tokens=max_tokens,
-                          filters=filters)
+                          filters=filters, items=max_items)
         return render_context_text(pack)
 
     @server.tool(name="recall", description="Light best-effort recall: the few most relevant memories.")
     async def recall_tool(query: str, ctx: Context, limit: Integer = 5) -> str:
-        found = await read(recall, _principal(ctx), query, limit=limit, filters={})
+        found = await read(recall, _principal(ctx), query, limit=limit, filters={}, items=limit)
         return render_search_text(found["results"], "XMemo Recall")
 
     @server.tool(name="search_memory", description="Strict search: only memories that match well; may return nothing.")

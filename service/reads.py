@@ -18,17 +18,19 @@ Result = TypeVar("Result")
 
 
 async def read_for_query(engine: MemoryEngine, principal: Principal, query: str,
-                         read: Callable[[np.ndarray], Result], **filter_args: Any) -> Result:
-    """Run `read` (given the query's vector) for `query` under these filters.
+                         read: Callable[[np.ndarray], Result], *, items: Any = None, **filter_args: Any) -> Result:
+    """Run `read` (given the query's vector) for `query` under these filters; `items` as in
+    retrieval.prepare_read.
 
     The request is checked first (retrieval.prepare_read: a refused one never runs the model). The
     vector is awaited on the event loop: the model's thread batches it with every other request's
-    texts, and no thread is held waiting meanwhile. The read then runs on the event loop when it
-    touches only this process's files and waits for nothing (SQLite, an embedded Qdrant Edge shard,
-    no `%` path filter), else on a worker thread. Under 16 clients the loop did the same reads for
-    less CPU per request than 16 threads taking turns at the GIL (docs/evaluation.md#load).
+    texts, and no thread is held waiting meanwhile. The read then runs on the event loop when it is
+    small and touches only this process's files, waiting for nothing (SQLite, an embedded Qdrant
+    Edge shard, a pack of at most 8 items, no `%` path filter), else on a worker thread. Under 16
+    clients the loop did the same reads for less CPU per request than 16 threads taking turns at the
+    GIL (docs/evaluation.md#load).
     """
-    prepared = prepare_read(engine, principal, query, **filter_args)
+    prepared = prepare_read(engine, principal, query, items=items, **filter_args)
     vector = await asyncio.wrap_future(prepared.vector)
     if prepared.in_process:
         return read(vector)

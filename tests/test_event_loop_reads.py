@@ -107,20 +107,24 @@ def test_a_read_given_a_vector_never_asks_the_model(tmp_path: Path):
         assert len(pack["items"]) == 1 and model.queries == []
 
 
-def test_only_reads_of_this_process_files_run_on_the_event_loop(tmp_path: Path, fake_embedder):
-    """Which thread a read runs on: the loop's for SQLite with an Edge shard, a worker's for a `%`
-    path filter (resolved by a scan in SQL), qdrant-client and PostgreSQL."""
+def test_only_small_reads_of_this_process_files_run_on_the_event_loop(tmp_path: Path, fake_embedder):
+    """Which thread a read runs on: the loop's for a pack of up to 8 items on SQLite with an Edge
+    shard; a worker's for a larger pack, a search (it reads every candidate), a `%` path filter
+    (resolved by a scan in SQL), qdrant-client and PostgreSQL."""
     from .pg import fresh_database
 
-    async def thread_of(engine: MemoryEngine, **filters: str) -> threading.Thread:
-        return await read_for_query(engine, ALICE, "spare key", lambda _vector: threading.current_thread(), **filters)
+    async def thread_of(engine: MemoryEngine, items: object, **filters: str) -> threading.Thread:
+        return await read_for_query(engine, ALICE, "spare key", lambda _vector: threading.current_thread(),
+                                    items=items, **filters)
 
-    def runs_on_loop(engine: MemoryEngine, **filters: str) -> bool:
-        return asyncio.run(thread_of(engine, **filters)) is threading.current_thread()
+    def runs_on_loop(engine: MemoryEngine, items: object = 8, **filters: str) -> bool:
+        return asyncio.run(thread_of(engine, items, **filters)) is threading.current_thread()
 
     with MemoryEngine(settings_for(tmp_path / "edge", "edge"), embedder=fake_embedder) as engine:
         assert runs_on_loop(engine) and runs_on_loop(engine, path_filter="home/keys")
         assert not runs_on_loop(engine, path_filter="home/%")
+        assert not runs_on_loop(engine, items=9) and not runs_on_loop(engine, items=None)
+        assert not runs_on_loop(engine, items=True)  # not a count: the read itself refuses it
     with MemoryEngine(settings_for(tmp_path / "local", "qdrant"), embedder=fake_embedder) as engine:
         assert not runs_on_loop(engine)  # qdrant-client (local mode here; a server elsewhere)
     with fresh_database() as url, MemoryEngine(settings_for(tmp_path / "pg", "edge", url),
@@ -136,7 +140,7 @@ def test_a_refused_read_never_runs_the_model(tmp_path: Path):
         for headers, body, status in (
             ({"Authorization": f"Bearer {writer_only}"}, {"query": "spare key"}, 403),
             ({"Authorization": f"Bearer {key}"}, {"query": "spare key", "team_id": "not-mine"}, 403),
-            ({"Authorization": f"Bearer {key}"}, {"query": "spare key", "path_filter": "a\x01b"}, 422),
+            ({"Authorization": f"Bearer {key}"}, {"query": "spare key", "path_filter": "   "}, 422),
         ):
             assert client.post("/v1/recall/context", json=body, headers=headers).status_code == status
         assert len(model.queries) == asked
@@ -160,6 +164,8 @@ def test_bookkeeping_behind_a_held_lock_loses_nothing_and_close_waits_for_it(tmp
         holder.execute("BEGIN IMMEDIATE")
         for _ in range(FLUSH_EVERY_READS):  # the last one starts the background write, which waits
             tracker.record([stored.memory.id], used=[stored.memory.id])
+        writing = [t for t in threading.enumerate() if t.name == "xmemo-access"]
+        assert writing and writing[0].is_alive(), "the read that started the write waited for it"
         assert engine.store.get(stored.memory.id).access_count == 0  # type: ignore[union-attr]
         holder.execute("ROLLBACK")
         holder.close()
