@@ -53,8 +53,8 @@ class AccessTracker:
                 self._pending[memory_id] += 0
             self._pending.update(used)
             self._events += 1
-            if self._behind is not None or self._closed or not (
-                    self._events >= FLUSH_EVERY_READS or time.monotonic() - self._last_flush >= FLUSH_EVERY_SECONDS):
+            due = self._events >= FLUSH_EVERY_READS or time.monotonic() - self._last_flush >= FLUSH_EVERY_SECONDS
+            if not due or self._behind is not None or self._closed:
                 return
             self._behind = threading.Thread(target=self._flush_behind, name="xmemo-access", daemon=True)
             try:

@@ -116,9 +116,10 @@ class MemoryEngine:
     @property
     def reads_in_process(self) -> bool:
         """Whether a read touches only this process's own files (SQLite in WAL mode and an embedded
-        Qdrant Edge shard) and never a network or a lock: reads never wait for writers there, and
-        `access` writes its bookkeeping on a thread of its own. A service may run such reads on its
-        event loop (service.app); PostgreSQL and a Qdrant server are read from worker threads."""
+        Qdrant Edge shard), never a network: readers there never wait for writers, and `access`
+        writes its bookkeeping on a thread of its own. A service may run small such reads on its
+        event loop (reads.prepare_read, service/reads.py); PostgreSQL and qdrant-client are read from
+        worker threads."""
         return not self.store.is_postgresql and self.index.backend == "edge"
 
     # -- opening ------------------------------------------------------------------------------
