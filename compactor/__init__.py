@@ -6,4 +6,12 @@ from .reflect import prepare_plan, reflect
 from .report import render_reflect_text
 from .settings import ReflectSettings
 
-__all__ = ["ACTIONS", "ReflectRequest", "ReflectSettings", "list_audit", "prepare_plan", "reflect", "render_reflect_text"]
+__all__ = [
+    "ACTIONS",
+    "ReflectRequest",
+    "ReflectSettings",
+    "list_audit",
+    "prepare_plan",
+    "reflect",
+    "render_reflect_text",
+]

@@ -25,7 +25,9 @@ def apply_plan(engine: MemoryEngine, plan: Plan, actor: str) -> list[str]:
         return []
     created = [after for change in plan.changes for before, after in change.pairs if before is None]
     engine.vectors_for(created)  # encode new summaries into the cache before taking the write lock
-    updates = [(after, before.version) for change in plan.changes for before, after in change.pairs if before is not None]
+    updates = [
+        (after, before.version) for change in plan.changes for before, after in change.pairs if before is not None
+    ]
     owner = plan.options.filters.owner_id
     try:
         with engine.writing() as work:
@@ -38,6 +40,8 @@ def apply_plan(engine: MemoryEngine, plan: Plan, actor: str) -> list[str]:
             work.replace_many(updates)
             audit_ids = work.audit(audit_rows(plan, actor))
     except SQLAlchemyError as error:
-        raise StoreError(f"reflect could not write its changes and audit records; nothing was applied ({error})") from error
+        raise StoreError(
+            f"reflect could not write its changes and audit records; nothing was applied ({error})"
+        ) from error
     engine.index.flush()
     return audit_ids

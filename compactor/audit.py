@@ -7,10 +7,8 @@ import uuid
 from typing import Any
 
 from retrieval import Memory, MemoryEngine, Principal
-from retrieval.audit_log import AuditRecord, audit_records
-from retrieval.policy import READ, require
-from retrieval.records import format_time
-from retrieval.validation import check_range, optional_time
+from retrieval.domain import READ, check_range, format_time, optional_time, require
+from retrieval.storage import AuditRecord, audit_records
 
 from .options import normalize_actions
 from .plan import Change, Plan
@@ -78,8 +76,9 @@ def list_audit(
     actions = normalize_actions(action) if action else None
     limit = check_range(limit, "limit", 1, MAX_AUDIT_LIMIT)
     with engine.store.reading() as connection:
-        records = audit_records(connection, principal, actions=tuple(actions or ()), since=since, until=until,
-                                limit=limit)
+        records = audit_records(
+            connection, principal, actions=tuple(actions or ()), since=since, until=until, limit=limit
+        )
     return [_record(record) for record in records]
 
 

@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from retrieval import MemoryEngine, Principal, RetrievalSettings, import_records
-from retrieval.embedding import Embedder
-from retrieval.records import parse_time
+from retrieval.domain import parse_time
+from retrieval.encoding import Embedder
 
 from .apply import apply_plan
 from .clustering import cluster_vectors, unit_rows
@@ -82,8 +82,9 @@ def run_reflect_bench(
             engine.close()
 
 
-def _timed_pass(engine: MemoryEngine, principal: Principal, request: ReflectRequest, settings: ReflectSettings,
-                *, apply: bool) -> tuple[dict[str, Any], Any]:
+def _timed_pass(
+    engine: MemoryEngine, principal: Principal, request: ReflectRequest, settings: ReflectSettings, *, apply: bool
+) -> tuple[dict[str, Any], Any]:
     started = time.perf_counter()
     now = engine.clock()
     options = resolve_options(principal, request, now)
@@ -162,12 +163,18 @@ def compare_clustering(
         seconds = time.perf_counter() - started
         sizes = Counter(labels[labels >= 0].tolist())
         evidence, random_rate = _together(labels, evidence_pairs), _together(labels, chance)  # type: ignore[arg-type]
-        rows.append({
-            "method": name, "clusters": len(sizes), "coverage": round(float((labels >= 0).mean()), 3),
-            "max_size": max(sizes.values(), default=0), "evidence_together": round(evidence, 3),
-            "random_together": round(random_rate, 3),
-            "lift": round(evidence / random_rate, 1) if random_rate else None, "seconds": round(seconds, 2),
-        })
+        rows.append(
+            {
+                "method": name,
+                "clusters": len(sizes),
+                "coverage": round(float((labels >= 0).mean()), 3),
+                "max_size": max(sizes.values(), default=0),
+                "evidence_together": round(evidence, 3),
+                "random_together": round(random_rate, 3),
+                "lift": round(evidence / random_rate, 1) if random_rate else None,
+                "seconds": round(seconds, 2),
+            }
+        )
     return rows
 
 
@@ -185,6 +192,7 @@ def _methods(min_size: int) -> dict[str, Callable[[np.ndarray], list[list[int]]]
             unit = unit_rows(matrix)
             _, labels = connected_components(csr_matrix(unit @ unit.T >= threshold), directed=False)
             return _groups(labels, min_size)
+
         return run
 
     def agglomerative(linkage: str, distance: float) -> Callable[[np.ndarray], list[list[int]]]:
@@ -193,8 +201,11 @@ def _methods(min_size: int) -> dict[str, Callable[[np.ndarray], list[list[int]]]
                 return cluster_vectors(matrix, distance, min_size)
             from sklearn.cluster import AgglomerativeClustering
 
-            model = AgglomerativeClustering(n_clusters=None, metric="cosine", linkage=linkage, distance_threshold=distance)
+            model = AgglomerativeClustering(
+                n_clusters=None, metric="cosine", linkage=linkage, distance_threshold=distance
+            )
             return _groups(model.fit_predict(matrix), min_size)
+
         return run
 
     def hdbscan(matrix: np.ndarray) -> list[list[int]]:
@@ -220,4 +231,3 @@ def _groups(labels: Any, min_size: int) -> list[list[int]]:
         if label >= 0:
             found[int(label)].append(row)
     return [rows for rows in found.values() if len(rows) >= min_size]
-

@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from retrieval import Memory, MemoryType
-from retrieval.records import parse_time
+from retrieval.domain import parse_time
 
 from .settings import ReflectSettings
 

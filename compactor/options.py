@@ -4,13 +4,21 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from retrieval import Principal, ReadFilters, ValidationError
-from retrieval.records import format_time, parse_time
-from retrieval.policy import READ, WRITE, act_for_owner, member_team, require
-from retrieval.validation import check_field, check_path_filter
+from retrieval.domain import (
+    READ,
+    WRITE,
+    act_for_owner,
+    check_field,
+    check_path_filter,
+    format_time,
+    member_team,
+    parse_time,
+    require,
+)
 
 __all__ = [
     "ACTIONS",
@@ -33,7 +41,7 @@ ACTION_ALIASES = {
 }
 DEFAULT_LIMIT, MAX_LIMIT = 500, 5000
 DEFAULT_WINDOW_HOURS = 24.0
-_BEGINNING = datetime(1, 1, 1, tzinfo=timezone.utc)
+_BEGINNING = datetime(1, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,12 +20,18 @@ from typing import Any
 import numpy as np
 
 from retrieval import Memory, MemoryStatus, MemoryType
-from retrieval.embedding import text_sha256
-from retrieval.records import format_time
-from retrieval.sentences import normalise
+from retrieval.domain import format_time, normalise, text_sha256
 
 from .clustering import cluster_vectors
-from .lifecycle import BASE_KEY, base_importance, decayed_importance, idle_days, is_expired, is_protected, should_archive
+from .lifecycle import (
+    BASE_KEY,
+    base_importance,
+    decayed_importance,
+    idle_days,
+    is_expired,
+    is_protected,
+    should_archive,
+)
 from .options import ReflectOptions
 from .settings import ReflectSettings
 from .summarizer import ClusterView, Summarizer, heading_for
@@ -33,8 +39,8 @@ from .summarizer import ClusterView, Summarizer, heading_for
 __all__ = [
     "CARRIED_KEY",
     "PROMOTED_KEY",
-    "USED_KEY",
     "SUMMARIZED_KEY",
+    "USED_KEY",
     "Change",
     "Plan",
     "Snapshot",
@@ -95,8 +101,13 @@ class Plan:
 
     def counts(self) -> dict[str, int]:
         tally = Counter(c.action for c in self.changes)
-        names = {"summarize": "summarized", "promote": "promoted", "expire": "expired", "decay": "decayed",
-                 "archive": "archived"}
+        names = {
+            "summarize": "summarized",
+            "promote": "promoted",
+            "expire": "expired",
+            "decay": "decayed",
+            "archive": "archived",
+        }
         return {names[a]: tally.get(a, 0) for a in names}
 
 
@@ -125,8 +136,9 @@ def _plan_id(snapshot: Snapshot, options: ReflectOptions, now: datetime) -> str:
 
 
 class _Builder:
-    def __init__(self, plan_id: str, options: ReflectOptions, settings: ReflectSettings, summarizer: Summarizer,
-                 now: datetime) -> None:
+    def __init__(
+        self, plan_id: str, options: ReflectOptions, settings: ReflectSettings, summarizer: Summarizer, now: datetime
+    ) -> None:
         self.plan_id = plan_id
         self.options = options
         self.settings = settings
@@ -149,8 +161,9 @@ class _Builder:
     def bump(self, memory: Memory, **fields: Any) -> Memory:
         return replace(memory, updated_at=self.stamp, version=memory.version + 1, **fields)
 
-    def record(self, action: str, reason: str, pairs: Sequence[tuple[Memory | None, Memory]],
-               detail: Mapping[str, Any]) -> None:
+    def record(
+        self, action: str, reason: str, pairs: Sequence[tuple[Memory | None, Memory]], detail: Mapping[str, Any]
+    ) -> None:
         for _, after in pairs:
             self.latest[after.id] = after
         self.changes.append(Change(action, reason, tuple(pairs), detail))
@@ -168,8 +181,12 @@ class _Builder:
             if memory.status != MemoryStatus.ACTIVE or not is_expired(memory, self.now):
                 continue
             after = self.bump(memory, status=MemoryStatus.EXPIRED)
-            self.record("expire", f"expires_at {memory.expires_at} has passed", [(memory, after)],
-                        {"id": memory.id, "expires_at": memory.expires_at})
+            self.record(
+                "expire",
+                f"expires_at {memory.expires_at} has passed",
+                [(memory, after)],
+                {"id": memory.id, "expires_at": memory.expires_at},
+            )
             self.expired.add(memory.id)
 
     # -- summarize and promote ----------------------------------------------------------------
@@ -212,17 +229,22 @@ class _Builder:
         self.waiting = new - consolidated
 
     def is_new(self, memory: Memory) -> bool:
-        return memory.occurred_at >= self.since and not {SUMMARIZED_KEY, PROMOTED_KEY, USED_KEY} & memory.metadata.keys()
+        return (
+            memory.occurred_at >= self.since and not {SUMMARIZED_KEY, PROMOTED_KEY, USED_KEY} & memory.metadata.keys()
+        )
 
-    def consolidate_cluster(self, cluster: list[Memory], matrix: np.ndarray, new: set[str],
-                            anchors: Sequence[Memory] = ()) -> set[str]:
+    def consolidate_cluster(
+        self, cluster: list[Memory], matrix: np.ndarray, new: set[str], anchors: Sequence[Memory] = ()
+    ) -> set[str]:
         """Promote the cluster, or summarize its new members; returns the ids it consolidated.
 
         `anchors` are the cluster's members that are no longer active: a promotion marks them too,
         so that the whole cluster leaves the next pass's pool.
         """
         view = _view(cluster, matrix)
-        recurring = view.sessions >= self.settings.promote_min_sessions or len(view.days) >= self.settings.promote_min_days
+        recurring = (
+            view.sessions >= self.settings.promote_min_sessions or len(view.days) >= self.settings.promote_min_days
+        )
         substantial = float(np.median([len(m.content.split()) for m in cluster])) >= self.settings.promote_min_words
         if self.wants("promote") and recurring and substantial:
             reason = f"{len(cluster)} similar memories recur over {view.sessions} sessions and {len(view.days)} days"
@@ -236,43 +258,86 @@ class _Builder:
             return {cluster[i].id for i in rows}
         return set()
 
-    def derive(self, action: str, view: ClusterView, memory_type: MemoryType, kind: str, reason: str,
-               anchors: Sequence[Memory] = ()) -> None:
+    def derive(
+        self,
+        action: str,
+        view: ClusterView,
+        memory_type: MemoryType,
+        kind: str,
+        reason: str,
+        anchors: Sequence[Memory] = (),
+    ) -> None:
         members = [self.current(m) for m in view.members]
         content = self.summarizer.summarize(view, heading=heading_for(kind, view))
-        made = self.new_memory(action, members, content, memory_type, {
-            "summarizer": self.summarizer.name, "sessions": view.sessions, "days": len(view.days),
-        })
+        made = self.new_memory(
+            action,
+            members,
+            content,
+            memory_type,
+            {
+                "summarizer": self.summarizer.name,
+                "sessions": view.sessions,
+                "days": len(view.days),
+            },
+        )
         marks = {SUMMARIZED_KEY: made.id} if action == "summarize" else {PROMOTED_KEY: made.id}
         if action == "promote":
             self.promoted.update(m.id for m in members)
         pairs: list[tuple[Memory | None, Memory]] = [(None, made)]
-        pairs += [(m, self.bump(m, metadata={SUMMARIZED_KEY: made.id, **m.metadata, **marks, **_carried(made, m)}))
-                  for m in members]
-        pairs += [(a, self.bump(a, metadata={**a.metadata, PROMOTED_KEY: made.id}))
-                  for a in (self.current(anchor) for anchor in anchors)]
-        self.record(action, reason, pairs, {
-            "id": made.id, "type": made.type.value, "path": made.path, "content": made.content,
-            "derived_from": list(made.derived_from), "members": len(members), "sessions": view.sessions,
-            "days": len(view.days),
-        })
+        pairs += [
+            (m, self.bump(m, metadata={SUMMARIZED_KEY: made.id, **m.metadata, **marks, **_carried(made, m)}))
+            for m in members
+        ]
+        pairs += [
+            (a, self.bump(a, metadata={**a.metadata, PROMOTED_KEY: made.id}))
+            for a in (self.current(anchor) for anchor in anchors)
+        ]
+        self.record(
+            action,
+            reason,
+            pairs,
+            {
+                "id": made.id,
+                "type": made.type.value,
+                "path": made.path,
+                "content": made.content,
+                "derived_from": list(made.derived_from),
+                "members": len(members),
+                "sessions": view.sessions,
+                "days": len(view.days),
+            },
+        )
 
     def read_often(self, memory: Memory) -> bool:
-        return (USED_KEY not in memory.metadata and PROMOTED_KEY not in memory.metadata
-                and memory.access_count >= self.settings.promote_min_access)
+        return (
+            USED_KEY not in memory.metadata
+            and PROMOTED_KEY not in memory.metadata
+            and memory.access_count >= self.settings.promote_min_access
+        )
 
     def promote_single(self, memory: Memory) -> None:
         member = self.current(memory)
         made = self.new_memory("promote", [member], member.content, MemoryType.SEMANTIC, {"reads": member.access_count})
         reason = f"read {member.access_count} times (at least {self.settings.promote_min_access})"
         marked = self.bump(member, metadata={**member.metadata, USED_KEY: made.id, CARRIED_KEY: made.id})
-        self.record("promote", reason, [(None, made), (member, marked)], {
-            "id": made.id, "type": made.type.value, "path": made.path, "content": made.content,
-            "derived_from": [member.id], "members": 1, "reads": member.access_count,
-        })
+        self.record(
+            "promote",
+            reason,
+            [(None, made), (member, marked)],
+            {
+                "id": made.id,
+                "type": made.type.value,
+                "path": made.path,
+                "content": made.content,
+                "derived_from": [member.id],
+                "members": 1,
+                "reads": member.access_count,
+            },
+        )
 
-    def new_memory(self, action: str, members: Sequence[Memory], content: str, memory_type: MemoryType,
-                   extra: dict[str, Any]) -> Memory:
+    def new_memory(
+        self, action: str, members: Sequence[Memory], content: str, memory_type: MemoryType, extra: dict[str, Any]
+    ) -> Memory:
         first = members[0]
         ordered = sorted(members, key=_chronological)
         return Memory(
@@ -308,16 +373,34 @@ class _Builder:
             idle = round(idle_days(memory, self.now), 2)
             target = decayed_importance(memory, self.now, self.settings)
             if self.wants("decay") and target <= memory.importance - self.settings.decay_min_change:
-                after = self.bump(memory, importance=target, metadata={**memory.metadata, BASE_KEY: base_importance(memory)})
-                self.record("decay", f"unused for {idle} days (half-life {self.settings.decay_half_life_days} days)",
-                            [(memory, after)], {"id": memory.id, "importance_before": memory.importance,
-                                                "importance_after": target, "idle_days": idle})
+                after = self.bump(
+                    memory, importance=target, metadata={**memory.metadata, BASE_KEY: base_importance(memory)}
+                )
+                self.record(
+                    "decay",
+                    f"unused for {idle} days (half-life {self.settings.decay_half_life_days} days)",
+                    [(memory, after)],
+                    {
+                        "id": memory.id,
+                        "importance_before": memory.importance,
+                        "importance_after": target,
+                        "idle_days": idle,
+                    },
+                )
                 memory = after
-            if (self.wants("archive") and memory.id not in self.waiting and CARRIED_KEY in memory.metadata
-                    and should_archive(memory, self.now, self.settings)):
+            if (
+                self.wants("archive")
+                and memory.id not in self.waiting
+                and CARRIED_KEY in memory.metadata
+                and should_archive(memory, self.now, self.settings)
+            ):
                 after = self.bump(memory, status=MemoryStatus.ARCHIVED)
-                self.record("archive", f"importance {target} < {self.settings.archive_importance} after {idle} idle days",
-                            [(memory, after)], {"id": memory.id, "importance": target, "idle_days": idle})
+                self.record(
+                    "archive",
+                    f"importance {target} < {self.settings.archive_importance} after {idle} idle days",
+                    [(memory, after)],
+                    {"id": memory.id, "importance": target, "idle_days": idle},
+                )
 
 
 def _carried(made: Memory, member: Memory) -> dict[str, str]:

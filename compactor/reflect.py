@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 from typing import Any
 
-import re
-
 from retrieval import ConflictError, MemoryEngine, Principal, ValidationError
+from retrieval.domain import READ
 
 from .apply import apply_plan
 from .options import ReflectRequest, resolve_options
@@ -21,8 +21,9 @@ __all__ = ["actor_of", "prepare_plan", "reflect"]
 
 
 def default_summarizer(engine: MemoryEngine, settings: ReflectSettings) -> Summarizer:
-    return ExtractiveSummarizer(engine.tokens, settings.summary_max_sentences, settings.summary_max_tokens,
-                                settings.summary_diversity)
+    return ExtractiveSummarizer(
+        engine.tokens, settings.summary_max_sentences, settings.summary_max_tokens, settings.summary_diversity
+    )
 
 
 def actor_of(principal: Principal) -> str:
@@ -40,7 +41,7 @@ def prepare_plan(
     settings = settings or ReflectSettings()
     now = engine.clock()
     options = resolve_options(principal, request, now)
-    engine.access.flush()  # plan on the read counts and times served so far
+    engine.read_tracker.flush()  # plan on the read counts and times served so far
     snapshot = read_snapshot(engine, options, now, timedelta(days=settings.recurrence_lookback_days))
     return plan_reflection(snapshot, options, settings, summarizer or default_summarizer(engine, settings), now)
 
@@ -70,4 +71,4 @@ def reflect(
             "Run the dry run again and review it."
         )
     audit_ids = [] if request.dry_run else apply_plan(engine, plan, actor_of(principal))
-    return build_report(plan, audit_ids, dry_run=request.dry_run, with_content="memory:read" in principal.scopes)
+    return build_report(plan, audit_ids, dry_run=request.dry_run, with_content=READ in principal.scopes)

@@ -6,12 +6,18 @@ import hashlib
 import json
 from typing import Any
 
-from retrieval.records import format_time
+from retrieval.domain import format_time
 
 from .plan import Change, Plan
 
-__all__ = ["MAX_TEXT_AUDIT_IDS", "MAX_TEXT_CANDIDATES", "PLAN_DIGEST_PATTERN", "build_report", "plan_digest",
-           "render_reflect_text"]
+__all__ = [
+    "MAX_TEXT_AUDIT_IDS",
+    "MAX_TEXT_CANDIDATES",
+    "PLAN_DIGEST_PATTERN",
+    "build_report",
+    "plan_digest",
+    "render_reflect_text",
+]
 
 MAX_TEXT_AUDIT_IDS = 20
 MAX_TEXT_CANDIDATES = 50  # a dry run's text lists this many candidates, then says how many more
@@ -26,8 +32,10 @@ def plan_digest(plan: Plan) -> str:
     so a reviewed dry run and a real run planned a little later agree unless a memory changed, a
     change was added or one fell away. A memory the plan creates counts as version 0.
     """
-    changes = [[change.action, [[after.id, before.version if before is not None else 0]
-                                for before, after in change.pairs]] for change in plan.changes]
+    changes = [
+        [change.action, [[after.id, before.version if before is not None else 0] for before, after in change.pairs]]
+        for change in plan.changes
+    ]
     return hashlib.sha256(json.dumps(changes, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -118,6 +126,8 @@ def _candidate_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"... and {len(preview) - MAX_TEXT_CANDIDATES} more candidates")
     left_out = report.get("candidates", {}).get("left_out", 0)
     if left_out:
-        lines.append(f"Left out: {left_out} episodes of the window were beyond the limit of "
-                     f"{report['filters']['limit']}; run again, or raise the limit, to look at them")
+        lines.append(
+            f"Left out: {left_out} episodes of the window were beyond the limit of "
+            f"{report['filters']['limit']}; run again, or raise the limit, to look at them"
+        )
     return lines

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from retrieval import MemoryEngine, MemoryStatus
-from retrieval.records import format_time
+from retrieval.domain import format_time
 
 from .options import ReflectOptions
 from .plan import Snapshot
@@ -37,7 +37,9 @@ def read_snapshot(engine: MemoryEngine, options: ReflectOptions, now: datetime, 
         window_since = format_time(options.since)
         in_window = sum(1 for memory, _ in episodes if memory.occurred_at >= window_since)
         left_out = store.count_window(any_status, window_since, until, connection) - in_window if consolidating else 0
-        overdue = store.overdue(options.filters, format_time(now), options.limit, connection) if "expire" in wanted else []
+        overdue = (
+            store.overdue(options.filters, format_time(now), options.limit, connection) if "expire" in wanted else []
+        )
         stalest = store.stalest(options.filters, options.limit, connection) if wanted & {"decay", "archive"} else []
     return Snapshot(
         episodes=tuple(memory for memory, _ in episodes),

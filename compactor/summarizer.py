@@ -4,8 +4,9 @@ behind the same `Summarizer` interface later, and nothing here needs one.
 Extractive selection is maximal marginal relevance (Carbonell and Goldstein, 1998) over the members'
 stored vectors: pick the member closest to the cluster centroid, then each next member by
 (1 - diversity) * cos(member, centroid) - diversity * max cos(member, picked), until the sentence or
-token budget is spent (relevance is scaled down for replies shorter than INFORMATIVE_WORDS). Each picked member contributes its first sentence; the picks are listed in the
-order they happened, under a header with the count, the dates and the sessions.
+token budget is spent (relevance is scaled down for replies shorter than INFORMATIVE_WORDS). Each
+picked member contributes its first sentence; the picks are listed in the order they happened,
+under a header with the count, the dates and the sessions.
 """
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ from typing import Protocol
 import numpy as np
 
 from retrieval import Memory
-from retrieval.sentences import INFORMATIVE_WORDS, key_sentence
-from retrieval.tokens import TokenCounter
+from retrieval.domain import INFORMATIVE_WORDS, key_sentence
+from retrieval.ranking import TokenCounter
 
 from .clustering import unit_rows
 
@@ -51,7 +52,9 @@ def informativeness(text: str) -> float:
     return min(1.0, len(text.split()) / INFORMATIVE_WORDS)
 
 
-def representatives(vectors: np.ndarray, count: int, diversity: float, weights: Sequence[float] | None = None) -> list[int]:
+def representatives(
+    vectors: np.ndarray, count: int, diversity: float, weights: Sequence[float] | None = None
+) -> list[int]:
     """Row indices chosen by MMR against the centroid, relevance scaled by `weights`; ties go to the
     earlier row."""
     unit = unit_rows(vectors)
@@ -88,8 +91,9 @@ class ExtractiveSummarizer:
 
     def summarize(self, cluster: ClusterView, *, heading: str) -> str:
         sentences = [key_sentence(m.content) for m in cluster.members]
-        order = representatives(cluster.vectors, self._max_sentences, self._diversity,
-                                [informativeness(s) for s in sentences])
+        order = representatives(
+            cluster.vectors, self._max_sentences, self._diversity, [informativeness(s) for s in sentences]
+        )
         used = self._tokens.count(heading)
         picked: dict[int, str] = {}
         for row in order:
@@ -120,4 +124,3 @@ def heading_for(kind: str, cluster: ClusterView) -> str:
     span = first if first == last else f"{first} to {last}"
     sessions = f", {cluster.sessions} sessions" if cluster.sessions > 1 else ""
     return f"{kind} of {len(cluster.members)} related memories ({span}{sessions}):"
-

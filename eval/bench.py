@@ -15,9 +15,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 from collections.abc import Sequence
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -27,15 +27,52 @@ __all__ = ["SampledDocuments", "format_report", "run_bench", "synthetic_memories
 SAMPLE_SIZE = 4096  # real embeddings behind synthesised document vectors
 CHUNK = 50_000  # lines generated and imported at a time
 
-_SUBJECTS = ["deploy", "billing service", "login flow", "search index", "nightly backup", "release 4.2",
-             "payment gateway", "user onboarding", "cache layer", "mobile app", "data pipeline", "auth tokens",
-             "dashboard", "email digest", "rate limiter", "feature flag", "CI runner", "database migration"]
-_EVENTS = ["failed because", "was fixed after", "slowed down when", "was rolled back since", "passed once",
-           "needs review because", "was approved although", "broke again after", "improved after"]
-_CAUSES = ["a config key was missing", "the TLS certificate expired", "a flaky test timed out",
-           "the queue filled up", "a schema change dropped a column", "memory use doubled",
-           "the vendor API changed", "a retry loop never ended", "disk space ran out", "a lock was never released",
-           "the customer asked for it", "latency crossed 300 ms", "a dependency was pinned too loosely"]
+_SUBJECTS = [
+    "deploy",
+    "billing service",
+    "login flow",
+    "search index",
+    "nightly backup",
+    "release 4.2",
+    "payment gateway",
+    "user onboarding",
+    "cache layer",
+    "mobile app",
+    "data pipeline",
+    "auth tokens",
+    "dashboard",
+    "email digest",
+    "rate limiter",
+    "feature flag",
+    "CI runner",
+    "database migration",
+]
+_EVENTS = [
+    "failed because",
+    "was fixed after",
+    "slowed down when",
+    "was rolled back since",
+    "passed once",
+    "needs review because",
+    "was approved although",
+    "broke again after",
+    "improved after",
+]
+_CAUSES = [
+    "a config key was missing",
+    "the TLS certificate expired",
+    "a flaky test timed out",
+    "the queue filled up",
+    "a schema change dropped a column",
+    "memory use doubled",
+    "the vendor API changed",
+    "a retry loop never ended",
+    "disk space ran out",
+    "a lock was never released",
+    "the customer asked for it",
+    "latency crossed 300 ms",
+    "a dependency was pinned too loosely",
+]
 _PEOPLE = ["Ana", "Bo", "Chen", "Dara", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kai", "Lea"]
 
 
@@ -45,8 +82,10 @@ def synthetic_memories(count: int, seed: int = 7, start: int = 0) -> list[dict[s
     rng = random.Random(f"{seed}:{start}")
     lines = []
     for i in range(start, start + count):
-        text = (f"{rng.choice(_PEOPLE)} noted that the {rng.choice(_SUBJECTS)} {rng.choice(_EVENTS)} "
-                f"{rng.choice(_CAUSES)}; tracked as ticket T-{seed}{i:06d}.")
+        text = (
+            f"{rng.choice(_PEOPLE)} noted that the {rng.choice(_SUBJECTS)} {rng.choice(_EVENTS)} "
+            f"{rng.choice(_CAUSES)}; tracked as ticket T-{seed}{i:06d}."
+        )
         lines.append({"content": text, "path": f"projects/p{i % 20}/notes", "occurred_at": "2026-11-01T12:00:00Z"})
     return lines
 
@@ -86,8 +125,9 @@ class SampledDocuments:
         for row, text in enumerate(texts):
             seed = int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
             rng = np.random.default_rng(seed)
-            vector = self.sample[seed % len(self.sample)] + rng.normal(0.0, self.noise / np.sqrt(self.dimension),
-                                                                        self.dimension)
+            vector = self.sample[seed % len(self.sample)] + rng.normal(
+                0.0, self.noise / np.sqrt(self.dimension), self.dimension
+            )
             out[row] = vector / np.linalg.norm(vector)
         return out
 
@@ -105,7 +145,7 @@ def sample_cache() -> Path:
 
 def _sample_vectors(real: Any, count: int, cache_path: Path) -> np.ndarray:
     """Real embeddings of `count` distinct synthetic notes, from the evaluation cache when it has them."""
-    from retrieval.embedding import CachedEmbedder, EmbeddingCache
+    from retrieval.encoding import CachedEmbedder, EmbeddingCache
 
     cached = CachedEmbedder(real, EmbeddingCache(cache_path))
     try:
@@ -118,13 +158,14 @@ def _disk_bytes(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def _worker(backend: str, encoder: str, memories: int, queries: int, qdrant_url: str | None,
-            sampled: bool) -> dict[str, Any]:
+def _worker(
+    backend: str, encoder: str, memories: int, queries: int, qdrant_url: str | None, sampled: bool
+) -> dict[str, Any]:
     """One backend and encoder, measured in this process: raw encoder, import, recall_context, RSS, disk."""
     from retrieval import MemoryEngine, Principal, RetrievalSettings, import_records, recall_context
-    from retrieval.embedding import open_embedder
+    from retrieval.domain import ReadFilters
+    from retrieval.encoding import open_embedder
     from retrieval.index import IndexFilter
-    from retrieval.records import ReadFilters
 
     with tempfile.TemporaryDirectory(prefix=f"xmemo-bench-{backend}-") as tmp:
         url = None if backend == "edge" else (qdrant_url or ":memory:")
@@ -153,8 +194,11 @@ def _worker(backend: str, encoder: str, memories: int, queries: int, qdrant_url:
             if done[0] % 100_000 < count:
                 print(f"bench: {done[0]} memories in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
-        lines = (line for offset in range(0, memories, CHUNK)  # a chunk at a time: 1M lines would hold GBs
-                 for line in synthetic_memories(min(CHUNK, memories - offset), start=offset))
+        lines = (
+            line
+            for offset in range(0, memories, CHUNK)  # a chunk at a time: 1M lines would hold GBs
+            for line in synthetic_memories(min(CHUNK, memories - offset), start=offset)
+        )
         started = time.perf_counter()
         import_records(engine, principal, lines, batch_size=256, progress=report_progress)  # one optimize, at the end
         ingest_seconds = time.perf_counter() - started
@@ -195,30 +239,51 @@ def _worker(backend: str, encoder: str, memories: int, queries: int, qdrant_url:
     }
 
 
-def run_bench(memories: int, queries: int, backends: list[str], qdrant_url: str | None = None,
-              encoders: Sequence[str] = ("auto",), sampled: bool = False) -> dict[str, Any]:
+def run_bench(
+    memories: int,
+    queries: int,
+    backends: list[str],
+    qdrant_url: str | None = None,
+    encoders: Sequence[str] = ("auto",),
+    sampled: bool = False,
+) -> dict[str, Any]:
     """Run each backend and encoder in a child process and put their figures and ratios side by side."""
     results: dict[str, Any] = {}
     for backend in backends:
         for encoder in encoders:
             label = backend if len(encoders) == 1 else f"{backend}/{encoder}"
-            command = [sys.executable, "-m", "eval.bench", backend, encoder, str(memories), str(queries),
-                       qdrant_url or "", "sampled" if sampled else "real"]
+            command = [
+                sys.executable,
+                "-m",
+                "eval.bench",
+                backend,
+                encoder,
+                str(memories),
+                str(queries),
+                qdrant_url or "",
+                "sampled" if sampled else "real",
+            ]
             print(f"bench: {label} with {memories} memories, {queries} queries ...", file=sys.stderr)
-            child = subprocess.run(command, stdout=subprocess.PIPE, text=True,
-                                   env={**os.environ, "TOKENIZERS_PARALLELISM": "false"})
+            child = subprocess.run(
+                command, stdout=subprocess.PIPE, text=True, env={**os.environ, "TOKENIZERS_PARALLELISM": "false"}
+            )
             if child.returncode != 0:
                 raise RuntimeError(f"bench worker for {label} failed (its stderr is above)")
             results[label] = json.loads(child.stdout.strip().splitlines()[-1])
     report: dict[str, Any] = {"memories": memories, "queries": queries, "backends": results, "ratios": {}}
     if "edge" in results and "server" in results:
         edge, server = results["edge"], results["server"]
-        report["ratios"].update({
-            "server_over_edge_recall_p50": round(server["recall_context_ms"]["p50"] / edge["recall_context_ms"]["p50"], 2),
-            "server_over_edge_index_search_p50": round(
-                server["index_search_ms"]["p50"] / edge["index_search_ms"]["p50"], 2),
-            "edge_over_server_ingest": round(edge["ingest_per_s"] / server["ingest_per_s"], 2),
-        })
+        report["ratios"].update(
+            {
+                "server_over_edge_recall_p50": round(
+                    server["recall_context_ms"]["p50"] / edge["recall_context_ms"]["p50"], 2
+                ),
+                "server_over_edge_index_search_p50": round(
+                    server["index_search_ms"]["p50"] / edge["index_search_ms"]["p50"], 2
+                ),
+                "edge_over_server_ingest": round(edge["ingest_per_s"] / server["ingest_per_s"], 2),
+            }
+        )
     for backend in backends:
         torch = results.get(f"{backend}/torch")
         for encoder in encoders:
@@ -228,7 +293,8 @@ def run_bench(memories: int, queries: int, backends: list[str], qdrant_url: str 
             report["ratios"][f"{backend}: {encoder} over torch"] = {
                 "recall_context_p50": round(other["recall_context_ms"]["p50"] / torch["recall_context_ms"]["p50"], 2),
                 "one_query_embedding_p50": round(
-                    other["one_query_embedding_ms"]["p50"] / torch["one_query_embedding_ms"]["p50"], 2),
+                    other["one_query_embedding_ms"]["p50"] / torch["one_query_embedding_ms"]["p50"], 2
+                ),
                 "raw_encoder_per_s": round(other["raw_encoder_per_s"] / torch["raw_encoder_per_s"], 2),
                 "ingest_per_s": round(other["ingest_per_s"] / torch["ingest_per_s"], 2),
                 "peak_rss_mb": round(other["peak_rss_mb"] / torch["peak_rss_mb"], 2),
@@ -255,5 +321,15 @@ def format_report(report: dict[str, Any]) -> str:
 
 if __name__ == "__main__":
     backend_name = sys.argv[1]
-    print(json.dumps(_worker(backend_name, sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5] or None,
-                             sys.argv[6] == "sampled")))
+    print(
+        json.dumps(
+            _worker(
+                backend_name,
+                sys.argv[2],
+                int(sys.argv[3]),
+                int(sys.argv[4]),
+                sys.argv[5] or None,
+                sys.argv[6] == "sampled",
+            )
+        )
+    )

@@ -19,16 +19,8 @@ from typing import Any
 import numpy as np
 
 from retrieval import RetrievalSettings
-from retrieval.embedding import (
-    CachedEmbedder,
-    Embedder,
-    EmbeddingCache,
-    SentenceTransformerEmbedder,
-    completed,
-    tenant_digest,
-    tenant_of,
-    text_sha256,
-)
+from retrieval.domain import tenant_digest, tenant_of, text_sha256
+from retrieval.encoding import CachedEmbedder, Embedder, EmbeddingCache, SentenceTransformerEmbedder, completed
 
 from .bench import synthetic_memories, synthetic_queries
 from .datasets import Dataset
@@ -97,8 +89,9 @@ def _seconds_per_text(model: Embedder, texts: list[str], queries: list[str]) -> 
     return {"document": per_document, "query": (time.perf_counter() - started) / len(queries)}
 
 
-def run_cache_bench(dataset: Dataset, common_docs: int = 50, common_queries: int = 20,
-                    sample: int = 128) -> dict[str, Any]:
+def run_cache_bench(
+    dataset: Dataset, common_docs: int = 50, common_queries: int = 20, sample: int = 128
+) -> dict[str, Any]:
     """Encodes under a shared cache and under per-tenant keys, the ratio, and the time they cost."""
     tenants = workload(dataset, common_docs, common_queries)
     shared = _encodes(tenants, lambda _, text: text_sha256(text), lambda _: "everyone")
@@ -118,8 +111,10 @@ def run_cache_bench(dataset: Dataset, common_docs: int = 50, common_queries: int
             "per_tenant": {"documents": keyed.documents, "queries": keyed.queries},
         },
         "extra": {"documents": extra_documents, "queries": extra_queries},
-        "ratio": {"documents": round(keyed.documents / shared.documents, 4),
-                  "queries": round(keyed.queries / shared.queries, 4)},
+        "ratio": {
+            "documents": round(keyed.documents / shared.documents, 4),
+            "queries": round(keyed.queries / shared.queries, 4),
+        },
         "model_ms_per_text": {name: round(value * 1000, 2) for name, value in cost.items()},
         "extra_model_seconds": round(extra_documents * cost["document"] + extra_queries * cost["query"], 2),
     }

@@ -6,10 +6,20 @@ import csv
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-__all__ = ["SHARED_DATA", "Dataset", "Doc", "Observation", "Query", "load_beir", "load_dataset", "load_locomo", "slice_dataset"]
+__all__ = [
+    "SHARED_DATA",
+    "Dataset",
+    "Doc",
+    "Observation",
+    "Query",
+    "load_beir",
+    "load_dataset",
+    "load_locomo",
+    "slice_dataset",
+]
 
 # The evaluation data beside the repository (../shared/data), wherever the command runs from.
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -74,7 +84,10 @@ def load_beir(directory: Path, split: str = "test") -> Dataset:
         for query_id, doc_id, score in reader:
             if int(score) > 0:
                 qrels.setdefault(query_id, {})[doc_id] = int(score)
-    queries = [Query(id=q, text=texts[q], group="corpus", relevant=rel) for q, rel in sorted(qrels.items(), key=lambda kv: _numeric(kv[0]))]
+    queries = [
+        Query(id=q, text=texts[q], group="corpus", relevant=rel)
+        for q, rel in sorted(qrels.items(), key=lambda kv: _numeric(kv[0]))
+    ]
     return Dataset(name=directory.name, kind="beir", docs=docs, queries=queries)
 
 
@@ -86,7 +99,7 @@ _DATE = "%I:%M %p on %d %B, %Y"
 
 
 def _session_time(text: str) -> str:
-    moment = datetime.strptime(text.strip(), _DATE).replace(tzinfo=timezone.utc)
+    moment = datetime.strptime(text.strip(), _DATE).replace(tzinfo=UTC)
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
@@ -108,20 +121,39 @@ def load_locomo(path: Path) -> Dataset:
                 text = f"{turn['speaker']}: {turn['text']}"
                 if turn.get("blip_caption"):
                     text += f" [shares a photo: {turn['blip_caption']}]"
-                docs.append(Doc(id=f"{group}/{turn['dia_id']}", text=text, group=group, occurred_at=when,
-                                session_id=f"{group}/session_{number}"))
+                docs.append(
+                    Doc(
+                        id=f"{group}/{turn['dia_id']}",
+                        text=text,
+                        group=group,
+                        occurred_at=when,
+                        session_id=f"{group}/session_{number}",
+                    )
+                )
         observations += _observations(group, sample.get("observation") or {})
         for index, qa in enumerate(sample["qa"]):
             evidence = [e.strip() for item in qa.get("evidence", []) for e in re.split(r"[;,]", item) if e.strip()]
             relevant = {f"{group}/{e}": 1 for e in evidence}
-            queries.append(Query(id=f"{group}/q{index}", text=qa["question"], group=group, relevant=relevant,
-                                 category=int(qa["category"])))
+            queries.append(
+                Query(
+                    id=f"{group}/q{index}",
+                    text=qa["question"],
+                    group=group,
+                    relevant=relevant,
+                    category=int(qa["category"]),
+                )
+            )
     known = {d.id for d in docs}
     queries = [
         Query(q.id, q.text, q.group, {d: g for d, g in q.relevant.items() if d in known}, q.category) for q in queries
     ]
-    return Dataset(name=path.stem, kind="locomo", docs=docs, queries=queries,
-                   meta={"observations": [o for o in observations if set(o.evidence) <= known]})
+    return Dataset(
+        name=path.stem,
+        kind="locomo",
+        docs=docs,
+        queries=queries,
+        meta={"observations": [o for o in observations if set(o.evidence) <= known]},
+    )
 
 
 def _observations(group: str, annotated: dict[str, dict[str, list[list[str]]]]) -> list[Observation]:
@@ -131,8 +163,12 @@ def _observations(group: str, annotated: dict[str, dict[str, list[list[str]]]]) 
         for speaker, facts in sorted(by_speaker.items()):
             for fact in facts:
                 text, evidence = fact[0], fact[1] if len(fact) > 1 else ""
-                ids = [f"{group}/{e.strip()}" for item in ([evidence] if isinstance(evidence, str) else evidence)
-                       for e in re.split(r"[;,]", item) if e.strip()]
+                ids = [
+                    f"{group}/{e.strip()}"
+                    for item in ([evidence] if isinstance(evidence, str) else evidence)
+                    for e in re.split(r"[;,]", item)
+                    if e.strip()
+                ]
                 if ids:
                     found.append(Observation(group, session_key, speaker, text, tuple(ids)))
     return found

@@ -27,9 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.index.base import IndexFilter, IndexPoint
-from retrieval.index.edge import EdgeIndex
-from retrieval.sparse import SparseEncoder
+from retrieval.encoding import SparseEncoder
+from retrieval.index import EdgeIndex, IndexFilter, IndexPoint
 
 from .bench import _percentiles, synthetic_memories, synthetic_queries
 
@@ -55,9 +54,18 @@ class _Shard:
         """One upsert per point, as remember writes them."""
         for vector in self._unit(count):
             i = self.points
-            payload = {"owner_id": "growth", "visibility": OWNER, "bucket": "personal", "scope": "",
-                       "path": f"load/c{i % 16}", "type": "episode", "status": "active", "version": 1,
-                       "importance": 0.5, "occurred_ts": 1.7e9 + i}
+            payload = {
+                "owner_id": "growth",
+                "visibility": OWNER,
+                "bucket": "personal",
+                "scope": "",
+                "path": f"load/c{i % 16}",
+                "type": "episode",
+                "status": "active",
+                "version": 1,
+                "importance": 0.5,
+                "occurred_ts": 1.7e9 + i,
+            }
             sparse = self.sparse.document(f"{self.notes[i % len(self.notes)]} {i}")
             self.index.upsert([IndexPoint(str(uuid.uuid4()), vector, sparse, payload)])
             self.points += 1
@@ -65,12 +73,16 @@ class _Shard:
     def search(self, label: str) -> dict[str, Any]:
         flt = IndexFilter(visibility=(OWNER,))
         samples = []
-        for vector, sparse in zip(self.query_vectors, self.queries):
+        for vector, sparse in zip(self.query_vectors, self.queries, strict=True):
             started = time.perf_counter()
             self.index.search(vector, sparse, flt, 50, 50)
             samples.append(time.perf_counter() - started)
-        return {"points": self.points, "state": label, "segments": self.index.segment_count(),
-                "search_ms": _percentiles(samples)}
+        return {
+            "points": self.points,
+            "state": label,
+            "segments": self.index.segment_count(),
+            "search_ms": _percentiles(samples),
+        }
 
     def optimize(self) -> dict[str, Any]:
         gaps: list[float] = []
@@ -92,8 +104,11 @@ class _Shard:
         seconds = time.perf_counter() - started
         stop.set()
         ticker.join()
-        return {"points": self.points, "optimize_s": round(seconds, 3),
-                "longest_python_pause_ms": round(max(gaps, default=0.0) * 1000, 1)}
+        return {
+            "points": self.points,
+            "optimize_s": round(seconds, 3),
+            "longest_python_pause_ms": round(max(gaps, default=0.0) * 1000, 1),
+        }
 
 
 def run_study(steps: list[int], then_add: int, queries: int) -> dict[str, Any]:
@@ -120,8 +135,10 @@ def format_report(report: dict[str, Any]) -> str:
         ms = row["search_ms"]
         lines.append(f"{row['points']:>7}  {row['state']:22s} {row['segments']:>8}  {ms['p50']:.2f} / {ms['p95']:.2f}")
     for row in report["optimizes"]:
-        lines.append(f"optimize at {row['points']} points: {row['optimize_s']} s, "
-                     f"a Python thread paused {row['longest_python_pause_ms']} ms")
+        lines.append(
+            f"optimize at {row['points']} points: {row['optimize_s']} s, "
+            f"a Python thread paused {row['longest_python_pause_ms']} ms"
+        )
     return "\n".join(lines)
 
 

@@ -45,15 +45,18 @@ def _settings() -> dict[str, Callable[[int], Any]]:
         def build(dimension: int) -> Any:
             return qe.EdgeConfig(
                 vectors={"dense": qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine, **vector)},
-                hnsw_config=hnsw, quantization_config=quantization,
+                hnsw_config=hnsw,
+                quantization_config=quantization,
             )
+
         return build
 
     return {
         "default": config(),
         "float16": config(datatype=qe.VectorStorageDatatype.Float16),
-        "int8-quantised": config(quantization=qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99,
-                                                                           always_ram=True)),
+        "int8-quantised": config(
+            quantization=qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, always_ram=True)
+        ),
         "vectors-on-disk": config(memory=qe.Memory.Cold),
         "hnsw-m32": config(hnsw=qe.HnswIndexConfig(m=32, ef_construct=200, full_scan_threshold=10_000)),
         "hnsw-m8": config(hnsw=qe.HnswIndexConfig(m=8, ef_construct=64, full_scan_threshold=10_000)),
@@ -78,8 +81,7 @@ def _vectors(points: int, dimension_source: np.ndarray, seed: int = 5) -> np.nda
 def _real_embeddings(queries: int) -> tuple[np.ndarray, np.ndarray]:
     """(sample of real note embeddings, real query embeddings), the notes from the evaluation cache."""
     from retrieval import RetrievalSettings
-    from retrieval.embedding import open_embedder
-
+    from retrieval.encoding import open_embedder
 
     with tempfile.TemporaryDirectory(prefix="xmemo-edge-settings-") as tmp:
         encoder = open_embedder(RetrievalSettings(data_dir=Path(tmp)))
@@ -95,8 +97,12 @@ def measure(name: str, points: int, arrays: Path) -> dict[str, Any]:
     data = np.load(arrays)
     documents = _vectors(points, data["sample"])
     queries = data["queries"]
-    flt = qe.Filter(must=[qe.FieldCondition("visibility", match=qe.MatchAny(["private", "team"])),
-                          qe.FieldCondition("status", match=qe.MatchAny(["active"]))])
+    flt = qe.Filter(
+        must=[
+            qe.FieldCondition("visibility", match=qe.MatchAny(["private", "team"])),
+            qe.FieldCondition("status", match=qe.MatchAny(["active"])),
+        ]
+    )
     process = psutil.Process()
     with tempfile.TemporaryDirectory(prefix=f"xmemo-edge-{name}-") as tmp:
         before = process.memory_info().rss
@@ -105,19 +111,27 @@ def measure(name: str, points: int, arrays: Path) -> dict[str, Any]:
             shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
         started = time.perf_counter()
         for offset in range(0, points, BATCH):
-            shard.update(qe.UpdateOperation.upsert_points([
-                qe.Point(offset + row, {"dense": vector.tolist()},
-                         {"status": "active", "visibility": "team" if (offset + row) % 3 else "private"})
-                for row, vector in enumerate(documents[offset:offset + BATCH])
-            ]))
+            shard.update(
+                qe.UpdateOperation.upsert_points(
+                    [
+                        qe.Point(
+                            offset + row,
+                            {"dense": vector.tolist()},
+                            {"status": "active", "visibility": "team" if (offset + row) % 3 else "private"},
+                        )
+                        for row, vector in enumerate(documents[offset : offset + BATCH])
+                    ]
+                )
+            )
         upsert_seconds = time.perf_counter() - started
         shard.optimize()
         build_seconds = time.perf_counter() - started
 
         def search(vector: np.ndarray, exact: bool) -> list[int]:
             params = qe.SearchParams(exact=True) if exact else qe.SearchParams(hnsw_ef=SEARCH_EF.get(name))
-            request = qe.QueryRequest(limit=10, query=qe.Query.Nearest(vector.tolist(), using="dense"), filter=flt,
-                                      params=params)
+            request = qe.QueryRequest(
+                limit=10, query=qe.Query.Nearest(vector.tolist(), using="dense"), filter=flt, params=params
+            )
             return [int(point.id) for point in shard.query(request)]
 
         for vector in queries[:10]:  # warm
@@ -162,8 +176,12 @@ def run_study(points: int, queries: int, names: list[str]) -> dict[str, Any]:
         np.savez(arrays, sample=sample, queries=query_vectors)
         for name in names:
             print(f"edge-settings: {name} with {points} points ...", file=sys.stderr)
-            result = subprocess.run([sys.executable, "-m", "eval.edge_settings", "--worker", name, str(points),
-                                     str(arrays)], capture_output=True, text=True, check=False)
+            result = subprocess.run(
+                [sys.executable, "-m", "eval.edge_settings", "--worker", name, str(points), str(arrays)],
+                capture_output=True,
+                text=True,
+                check=False,
+            )
             if result.returncode != 0:
                 raise SystemExit(f"the {name} worker failed:\n{result.stderr[-2000:]}")
             rows.append(json.loads(result.stdout))
@@ -176,21 +194,30 @@ def run_study(points: int, queries: int, names: list[str]) -> dict[str, Any]:
                 "shard_rss": _ratio(row["shard_rss_mb"], base["shard_rss_mb"]),
                 "disk": _ratio(row["disk_mb"], base["disk_mb"]),
             }
-    return {"points": points, "queries": queries,
-            "vectors": f"synthesised from {SAMPLE_SIZE} real embeddings (queries real)", "settings": rows}
+    return {
+        "points": points,
+        "queries": queries,
+        "vectors": f"synthesised from {SAMPLE_SIZE} real embeddings (queries real)",
+        "settings": rows,
+    }
 
 
 def format_report(report: dict[str, Any]) -> str:
-    lines = [f"Qdrant Edge settings, {report['points']} points, {report['queries']} queries ({report['vectors']})",
-             "| setting | build s | search p50 / p95 / p99 ms | recall@10 | shard RSS MB | peak RSS MB | disk MB | "
-             "vs default (build, p50, shard RSS, disk) |", "|---|---|---|---|---|---|---|---|"]
+    lines = [
+        f"Qdrant Edge settings, {report['points']} points, {report['queries']} queries ({report['vectors']})",
+        "| setting | build s | search p50 / p95 / p99 ms | recall@10 | shard RSS MB | peak RSS MB | disk MB | "
+        "vs default (build, p50, shard RSS, disk) |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for row in report["settings"]:
         ratio = row.get("vs_default", {})
         search = row["search_ms"]
-        lines.append(f"| {row['setting']} | {row['build_s']} | {search['p50']} / {search['p95']} / {search['p99']} | "
-                     f"{row['recall_at_10']} | {row['shard_rss_mb']} | {row['peak_rss_mb']} | {row['disk_mb']} | "
-                     f"{ratio.get('build', '-')}, {ratio.get('search_p50', '-')}, {ratio.get('shard_rss', '-')}, "
-                     f"{ratio.get('disk', '-')} |")
+        lines.append(
+            f"| {row['setting']} | {row['build_s']} | {search['p50']} / {search['p95']} / {search['p99']} | "
+            f"{row['recall_at_10']} | {row['shard_rss_mb']} | {row['peak_rss_mb']} | {row['disk_mb']} | "
+            f"{ratio.get('build', '-')}, {ratio.get('search_p50', '-')}, {ratio.get('shard_rss', '-')}, "
+            f"{ratio.get('disk', '-')} |"
+        )
     return "\n".join(lines)
 
 
@@ -201,8 +228,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--points", type=int, default=200_000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--settings", default=",".join(_settings()),
-                        help="comma list; default first gives the ratios")
+    parser.add_argument("--settings", default=",".join(_settings()), help="comma list; default first gives the ratios")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     if not 100 <= args.points <= 5_000_000 or not 1 <= args.queries <= 10_000:

@@ -27,8 +27,7 @@ from tqdm import tqdm
 
 from compactor import ReflectRequest, ReflectSettings, reflect
 from retrieval import Memory, MemoryEngine, MemoryStatus, Principal, RetrievalSettings, import_records, recall_context
-from retrieval.records import parse_time
-from retrieval.sentences import carries, normalise
+from retrieval.domain import carries, normalise, parse_time
 
 from .datasets import Dataset, Doc, Observation, Query
 from .report import check_floors
@@ -102,15 +101,17 @@ class _Coverage:
             found = frozenset({own})
         else:
             found = frozenset(
-                doc for doc in (self.doc_of.get(m) for m in memory.derived_from)
+                doc
+                for doc in (self.doc_of.get(m) for m in memory.derived_from)
                 if doc is not None and carries(memory.content, self.turn_text[doc])
             )
         self._cache[memory.id] = found
         return found
 
 
-def _replay(dataset: Dataset, sessions: Sequence[_Session], reflected: bool, cache_path: Path,
-            settings: ReflectSettings) -> _Arm:
+def _replay(
+    dataset: Dataset, sessions: Sequence[_Session], reflected: bool, cache_path: Path, settings: ReflectSettings
+) -> _Arm:
     arm = _Arm("reflected" if reflected else "baseline")
     clock = _Clock(sessions[0].when)
     with tempfile.TemporaryDirectory(prefix="xmemo-lifecycle-") as tmp:
@@ -134,8 +135,14 @@ def _replay(dataset: Dataset, sessions: Sequence[_Session], reflected: bool, cac
 
 
 def _line(doc: Doc) -> dict[str, Any]:
-    return {"id": _memory_id(doc.id), "content": doc.text, "path": "locomo/dialogue", "type": "episodic",
-            "occurred_at": doc.occurred_at, "session_id": doc.session_id}
+    return {
+        "id": _memory_id(doc.id),
+        "content": doc.text,
+        "path": "locomo/dialogue",
+        "type": "episodic",
+        "occurred_at": doc.occurred_at,
+        "session_id": doc.session_id,
+    }
 
 
 def _questions(dataset: Dataset) -> list[Query]:
@@ -144,11 +151,12 @@ def _questions(dataset: Dataset) -> list[Query]:
 
 def _ask(engine: MemoryEngine, dataset: Dataset, arm: _Arm) -> None:
     for query in tqdm(_questions(dataset), desc=f"ask {arm.name}", unit="q", file=sys.stderr, disable=None):
-        pack = recall_context(engine, Principal(owner_id=query.group), query.text, max_items=PACK_ITEMS,
-                              max_tokens=PACK_TOKENS)
-        arm.packs[query.id] = [item["id"] for item in pack["items"]]
-        arm.tokens[query.id] = pack["budget"]["used_tokens"]
-        arm.collapsed += len(pack["retrieval_plan"].get("collapsed", []))
+        pack = recall_context(
+            engine, Principal(owner_id=query.group), query.text, max_items=PACK_ITEMS, max_tokens=PACK_TOKENS
+        )
+        arm.packs[query.id] = [item.id for item in pack.items]
+        arm.tokens[query.id] = pack.budget.used_tokens
+        arm.collapsed += len(pack.retrieval_plan.collapsed)
 
 
 def _promotions_after_questions(engine: MemoryEngine, dataset: Dataset, settings: ReflectSettings) -> dict[str, int]:
@@ -206,14 +214,21 @@ def _reflect_quality(arm: _Arm, dataset: Dataset, coverage: _Coverage) -> dict[s
     evidence = {doc for q in _questions(dataset) for doc in q.relevant}
     made = [m for m in arm.records.values() if m.source == "reflect" and m.status == MemoryStatus.ACTIVE]
     carried = set().union(*(coverage.covers(m) for m in made)) if made else set()
-    archived = {coverage.doc_of[m.id] for m in arm.records.values()
-                if m.status == MemoryStatus.ARCHIVED and m.id in coverage.doc_of}
+    archived = {
+        coverage.doc_of[m.id]
+        for m in arm.records.values()
+        if m.status == MemoryStatus.ARCHIVED and m.id in coverage.doc_of
+    }
     return {
         "archived": len(archived),
         "archived_evidence": len(archived & evidence),
         "archived_evidence_not_carried": len((archived & evidence) - carried),
-        "summaries": _compression(arm, [m for m in made if m.metadata.get("reflect") == "summarize"], evidence, coverage),
-        "promotions": _promotion_quality([m for m in made if m.metadata.get("reflect") == "promote"], dataset, coverage),
+        "summaries": _compression(
+            arm, [m for m in made if m.metadata.get("reflect") == "summarize"], evidence, coverage
+        ),
+        "promotions": _promotion_quality(
+            [m for m in made if m.metadata.get("reflect") == "promote"], dataset, coverage
+        ),
         "promotions_after_questions": arm.after_questions,
     }
 
@@ -261,12 +276,15 @@ def _reads_by_definition(arm: _Arm, threshold: int) -> dict[str, int]:
     for ids in arm.packs.values():
         every.update(ids)
         first.update(ids[:1])
-    return {"any_appearance": sum(1 for n in every.values() if n >= threshold),
-            "first_item": sum(1 for n in first.values() if n >= threshold)}
+    return {
+        "any_appearance": sum(1 for n in every.values() if n >= threshold),
+        "first_item": sum(1 for n in first.values() if n >= threshold),
+    }
 
 
-def evaluate_lifecycle(dataset: Dataset, cache_path: Path = DEFAULT_CACHE,
-                       settings: ReflectSettings | None = None) -> dict[str, Any]:
+def evaluate_lifecycle(
+    dataset: Dataset, cache_path: Path = DEFAULT_CACHE, settings: ReflectSettings | None = None
+) -> dict[str, Any]:
     """Both arms' scores, reflect's totals and the quality of what reflect made."""
     if dataset.kind != "locomo":
         raise ValueError(f"the lifecycle evaluation replays LoCoMo conversations, not {dataset.name}")
@@ -276,7 +294,9 @@ def evaluate_lifecycle(dataset: Dataset, cache_path: Path = DEFAULT_CACHE,
     coverage = _Coverage(dataset.docs)
     baseline = _replay(dataset, sessions, False, cache_path, settings)
     reflected = _replay(dataset, sessions, True, cache_path, settings)
-    totals = {name: reflected.totals.get(name, 0) for name in ("summarized", "promoted", "expired", "decayed", "archived")}
+    totals = {
+        name: reflected.totals.get(name, 0) for name in ("summarized", "promoted", "expired", "decayed", "archived")
+    }
     return {
         "lifecycle": {
             "dataset": dataset.name,
@@ -303,8 +323,10 @@ def lifecycle_checks(result: dict[str, Any]) -> list[dict[str, Any]]:
         ("reflect made summaries and promotions", totals["summarized"] > 0 and totals["promoted"] > 0),
     ]
     checks = [{"check": name, "status": "OK" if held else "FAIL"} for name, held in rules]
-    floors = check_floors({"dataset": f"{result['dataset']}-lifecycle", "strategies": {"baseline": base,
-                                                                                      "reflected": reflected}})
-    checks += [{"check": f"{c['strategy']} {c['metric']} {c['score']} >= {c['floor']}", "status": c["status"]}
-               for c in floors]
+    floors = check_floors(
+        {"dataset": f"{result['dataset']}-lifecycle", "strategies": {"baseline": base, "reflected": reflected}}
+    )
+    checks += [
+        {"check": f"{c['strategy']} {c['metric']} {c['score']} >= {c['floor']}", "status": c["status"]} for c in floors
+    ]
     return checks

@@ -49,8 +49,9 @@ def _start_server(data_dir: Path, encoder: str = "auto") -> tuple[subprocess.Pop
     return process, url, (data_dir / "admin.key").read_text().strip()
 
 
-def run_load(urls: Sequence[str], key: str, clients: int, seconds: float, write_share: float,
-             server_pid: int | None = None) -> dict[str, Any]:
+def run_load(
+    urls: Sequence[str], key: str, clients: int, seconds: float, write_share: float, server_pid: int | None = None
+) -> dict[str, Any]:
     """The mix from `clients` threads, client i on urls[i % len(urls)], then every acknowledged write
     read back from urls[0]; `server_pid` adds the server's CPU time per request."""
     notes = [m["content"] for m in synthetic_memories(20000, seed=21)]
@@ -113,9 +114,15 @@ def run_load(urls: Sequence[str], key: str, clients: int, seconds: float, write_
             response = http.get(f"/api/v1/memories/{memory_id}")
             if response.status_code != 200 or response.json()["content"] != content:
                 missing += 1
-    report: dict[str, Any] = {"clients": clients, "seconds": round(wall, 1), "errors": len(errors),
-                              "error_samples": errors[:5], "acknowledged_writes": len(acknowledged),
-                              "writes_not_readable": missing, "operations": {}}
+    report: dict[str, Any] = {
+        "clients": clients,
+        "seconds": round(wall, 1),
+        "errors": len(errors),
+        "error_samples": errors[:5],
+        "acknowledged_writes": len(acknowledged),
+        "writes_not_readable": missing,
+        "operations": {},
+    }
     total = 0
     for operation, samples in latencies.items():
         total += len(samples)
@@ -162,8 +169,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--write-share", type=float, default=0.3)
-    parser.add_argument("--encoder", default="auto", choices=["auto", "onnx", "onnx-int8", "torch"],
-                        help="the encoder of the server this command starts (without --url)")
+    parser.add_argument(
+        "--encoder",
+        default="auto",
+        choices=["auto", "onnx", "onnx-int8", "torch"],
+        help="the encoder of the server this command starts (without --url)",
+    )
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     process = None
@@ -172,8 +183,9 @@ def main() -> None:
         if url is None:
             process, url, key = _start_server(Path(tmp), args.encoder)
         try:
-            report = run_load([url], key, args.clients, args.seconds, args.write_share,
-                              process.pid if process is not None else None)
+            report = run_load(
+                [url], key, args.clients, args.seconds, args.write_share, process.pid if process is not None else None
+            )
         finally:
             if process is not None:
                 process.terminate()
@@ -181,9 +193,11 @@ def main() -> None:
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"{report['clients']} clients, {report['seconds']} s: {report['throughput_per_s']} requests/s, "
-              f"{report['errors']} errors, {report['acknowledged_writes']} writes acknowledged, "
-              f"{report['writes_not_readable']} not readable afterwards")
+        print(
+            f"{report['clients']} clients, {report['seconds']} s: {report['throughput_per_s']} requests/s, "
+            f"{report['errors']} errors, {report['acknowledged_writes']} writes acknowledged, "
+            f"{report['writes_not_readable']} not readable afterwards"
+        )
         for operation, figures in report["operations"].items():
             print(f"  {operation:15s} {figures}")
     sys.exit(1 if report["errors"] or report["writes_not_readable"] else 0)

@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from retrieval import RetrievalSettings
-from retrieval.embedding import CachedEmbedder, EmbeddingCache, SentenceTransformerEmbedder
-from retrieval.records import format_time, parse_time
+from retrieval.domain import format_time, parse_time
+from retrieval.encoding import CachedEmbedder, EmbeddingCache, SentenceTransformerEmbedder
 
 from .datasets import SHARED_DATA, Dataset, load_dataset
 from .runner import DEFAULT_CACHE
@@ -44,16 +44,18 @@ def locomo_records(spec: str = "locomo", copies: int = 1, shared_data: Path | No
         for doc in docs:
             when = format_time(parse_time(doc.occurred_at) + shift)
             suffix = f"#copy{copy}" if copy else ""
-            records.append({
-                "id": str(uuid.uuid5(_NAMESPACE, f"{doc.id}{suffix}")),
-                "content": doc.text,
-                "path": f"locomo/{doc.group}",
-                "scope": f"conversation:{doc.group}",
-                "type": "episodic",
-                "occurred_at": when,
-                "created_at": when,
-                "session_id": f"{doc.session_id}{suffix}",
-            })
+            records.append(
+                {
+                    "id": str(uuid.uuid5(_NAMESPACE, f"{doc.id}{suffix}")),
+                    "content": doc.text,
+                    "path": f"locomo/{doc.group}",
+                    "scope": f"conversation:{doc.group}",
+                    "type": "episodic",
+                    "occurred_at": when,
+                    "created_at": when,
+                    "session_id": f"{doc.session_id}{suffix}",
+                }
+            )
     return records
 
 

@@ -67,9 +67,15 @@ def throughput(urls: list[str], key: str, clients: int, seconds: float, write_sh
     report = run_load(urls, key, clients, seconds, write_share)
     operations = report["operations"]
     answered = {name: operations[name]["count"] for name in ("remember", "recall_context")}
-    return {"replicas": len(urls), "clients": clients, "seconds": report["seconds"], **answered,
-            "errors": report["errors"], "writes_not_readable": report["writes_not_readable"],
-            "requests_per_s": report["throughput_per_s"]}
+    return {
+        "replicas": len(urls),
+        "clients": clients,
+        "seconds": report["seconds"],
+        **answered,
+        "errors": report["errors"],
+        "writes_not_readable": report["writes_not_readable"],
+        "requests_per_s": report["throughput_per_s"],
+    }
 
 
 def convergence(urls: list[str], key: str, samples: int) -> dict[str, Any]:
@@ -79,19 +85,26 @@ def convergence(urls: list[str], key: str, samples: int) -> dict[str, Any]:
         for number in range(samples):
             token = f"CV{uuid.uuid4().hex[:10].upper()}"
             writer, reader = urls[number % len(urls)], urls[(number + 1) % len(urls)]
-            memory_id = http.post(f"{writer}/api/v1/remember", json={"content": f"ticket {token} is open",
-                                                                      "path": "figures"}).json()["id"]
+            memory_id = http.post(
+                f"{writer}/api/v1/remember", json={"content": f"ticket {token} is open", "path": "figures"}
+            ).json()["id"]
             acknowledged = time.perf_counter()
             while True:  # from the acknowledgement to the sending of the search that finds it
                 asked = time.perf_counter()
-                results = http.get(f"{reader}/v1/memories/search", params={"query": token, "limit": 3}).json()["results"]
+                results = http.get(f"{reader}/v1/memories/search", params={"query": token, "limit": 3}).json()[
+                    "results"
+                ]
                 if any(r["id"] == memory_id for r in results):
                     break
                 time.sleep(0.005)
             delays.append(asked - acknowledged)
     ordered = sorted(delays)
-    return {"samples": samples, "p50_s": round(statistics.median(ordered), 3),
-            "p95_s": round(ordered[int(0.95 * (len(ordered) - 1))], 3), "max_s": round(ordered[-1], 3)}
+    return {
+        "samples": samples,
+        "p50_s": round(statistics.median(ordered), 3),
+        "p95_s": round(ordered[int(0.95 * (len(ordered) - 1))], 3),
+        "max_s": round(ordered[-1], 3),
+    }
 
 
 def main() -> None:

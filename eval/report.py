@@ -26,33 +26,55 @@ def check_floors(report: dict[str, Any], expected_path: Path = EXPECTED_SCORES) 
             if metric not in scores:
                 continue
             floor = round(rule["expected"] - rule["tolerance"], 4)
-            checks.append({
-                "strategy": strategy, "metric": metric, "score": scores[metric], "expected": rule["expected"],
-                "floor": floor, "status": "OK" if scores[metric] >= floor else "FAIL",
-            })
+            checks.append(
+                {
+                    "strategy": strategy,
+                    "metric": metric,
+                    "score": scores[metric],
+                    "expected": rule["expected"],
+                    "floor": floor,
+                    "status": "OK" if scores[metric] >= floor else "FAIL",
+                }
+            )
     return checks
 
 
 def _markdown(report: dict[str, Any]) -> str:
     strategies = report["strategies"]
     metrics = [m for m in next(iter(strategies.values())) if m != "queries"]
-    lines = [f"# {report['dataset']}: {report['queries']} judged queries", "",
-             "| strategy | " + " | ".join(metrics) + " |", "|---|" + "---|" * len(metrics)]
+    lines = [
+        f"# {report['dataset']}: {report['queries']} judged queries",
+        "",
+        "| strategy | " + " | ".join(metrics) + " |",
+        "|---|" + "---|" * len(metrics),
+    ]
     for name, scores in strategies.items():
         lines.append(f"| {name} | " + " | ".join(f"{scores[m]:.4f}" for m in metrics) + " |")
     if "category_5" in report:
-        lines += ["", "Category 5 (adversarial), reported apart:", "",
-                  "| strategy | recall@5 | recall@10 |", "|---|---|---|"]
-        lines += [f"| {n} | {s.get('recall@5', 0):.4f} | {s.get('recall@10', 0):.4f} |"
-                  for n, s in report["category_5"].items()]
+        lines += [
+            "",
+            "Category 5 (adversarial), reported apart:",
+            "",
+            "| strategy | recall@5 | recall@10 |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {n} | {s.get('recall@5', 0):.4f} | {s.get('recall@10', 0):.4f} |"
+            for n, s in report["category_5"].items()
+        ]
     if "pack" in report:
         pack = report["pack"]
-        lines += ["", f"Context pack (max_tokens {pack['max_tokens']}): all evidence in the pack for "
-                      f"{pack['all_evidence_in_pack']:.1%} of questions, {pack['mean_used_tokens']} tokens used on average."]
+        lines += [
+            "",
+            f"Context pack (max_tokens {pack['max_tokens']}): all evidence in the pack for "
+            f"{pack['all_evidence_in_pack']:.1%} of questions, {pack['mean_used_tokens']} tokens used on average.",
+        ]
     if report.get("checks"):
         lines += ["", "| check | score | floor | status |", "|---|---|---|---|"]
-        lines += [f"| {c['strategy']} {c['metric']} | {c['score']:.4f} | {c['floor']:.4f} | {c['status']} |"
-                  for c in report["checks"]]
+        lines += [
+            f"| {c['strategy']} {c['metric']} | {c['score']:.4f} | {c['floor']:.4f} | {c['status']} |"
+            for c in report["checks"]
+        ]
     lines += ["", f"Time {report['timing']['total_s']} s, peak RSS {report['peak_rss_mb']} MB."]
     return "\n".join(lines) + "\n"
 
@@ -67,7 +89,7 @@ def _chart(report: dict[str, Any], path: Path) -> None:
     ks = sorted({int(m.split("@")[1]) for m in next(iter(strategies.values())) if "@" in m})
     families = ["ndcg", "recall", "mrr"]
     figure, axes = plt.subplots(1, len(families), figsize=(4 * len(families), 3.4))
-    for axis, family in zip(axes, families):
+    for axis, family in zip(axes, families, strict=True):
         for name, scores in strategies.items():
             axis.plot(ks, [scores[f"{family}@{k}"] for k in ks], marker="o", label=name)
         axis.set_title(f"{family}@k")

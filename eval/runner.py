@@ -21,7 +21,7 @@ from typing import Any
 from tqdm import tqdm
 
 from retrieval import MemoryEngine, Principal, RetrievalSettings, import_records, read_filters, recall_context
-from retrieval.reads import CANDIDATE_DEPTH, hybrid_retrieve
+from retrieval.usecases import CANDIDATE_DEPTH, hybrid_retrieve
 
 from .datasets import Dataset
 from .metrics import mrr_at_k, ndcg_at_k, recall_at_k
@@ -46,8 +46,14 @@ def _load(engine: MemoryEngine, dataset: Dataset) -> dict[str, str]:
         memory_id = _memory_id(dataset, doc.id)
         back[memory_id] = doc.id
         by_group.setdefault(doc.group, []).append(
-            {"id": memory_id, "content": doc.text, "path": f"eval/{dataset.name}", "occurred_at": doc.occurred_at,
-             "session_id": doc.session_id, "type": "episodic"}
+            {
+                "id": memory_id,
+                "content": doc.text,
+                "path": f"eval/{dataset.name}",
+                "occurred_at": doc.occurred_at,
+                "session_id": doc.session_id,
+                "type": "episodic",
+            }
         )
     with tqdm(total=len(dataset.docs), desc="import", unit="doc", file=sys.stderr, disable=None) as bar:
         for group, lines in by_group.items():
@@ -55,7 +61,9 @@ def _load(engine: MemoryEngine, dataset: Dataset) -> dict[str, str]:
     return back
 
 
-def _score(rankings: dict[str, list[str]], dataset: Dataset, ks: Sequence[int], categories: set[int] | None) -> dict[str, float]:
+def _score(
+    rankings: dict[str, list[str]], dataset: Dataset, ks: Sequence[int], categories: set[int] | None
+) -> dict[str, float]:
     queries = [q for q in dataset.queries if q.relevant and (categories is None or q.category in categories)]
     scores: dict[str, float] = {"queries": float(len(queries))}
     for k in ks:
@@ -95,8 +103,14 @@ def evaluate(
                 strategy_started = time.perf_counter()
                 for query in tqdm(dataset.queries, desc=strategy, unit="q", file=sys.stderr, disable=None):
                     filters = read_filters(Principal(owner_id=query.group))
-                    retrieval = hybrid_retrieve(engine, filters, query.text, depth=depth, strategy=strategy,  # type: ignore[arg-type]
-                                                alpha=alpha)
+                    retrieval = hybrid_retrieve(
+                        engine,
+                        filters,
+                        query.text,
+                        depth=depth,
+                        strategy=strategy,  # type: ignore[arg-type]
+                        alpha=alpha,
+                    )
                     runs[strategy][query.id] = [(back[r.id], r.score) for r in retrieval.ranked[:depth]]
                 query_seconds[strategy] = time.perf_counter() - strategy_started
             rankings = {s: {q: [d for d, _ in ranked] for q, ranked in run.items()} for s, run in runs.items()}
@@ -126,16 +140,28 @@ def _pack_at_floor(engine: MemoryEngine, dataset: Dataset, back: dict[str, str],
     queries = [q for q in dataset.queries if q.relevant and (categories is None or q.category in categories)]
     complete = tokens = items = 0
     found = 0.0
-    for query in tqdm(queries, desc="pack" if floor is None else f"floor {floor}", unit="q", file=sys.stderr,
-                      disable=None):
-        pack = recall_context(engine, Principal(owner_id=query.group), query.text, max_items=50,
-                              max_tokens=PACK_MAX_TOKENS, relevance_floor=floor)
-        packed = {back[item["id"]] for item in pack["items"]}
+    for query in tqdm(
+        queries, desc="pack" if floor is None else f"floor {floor}", unit="q", file=sys.stderr, disable=None
+    ):
+        pack = recall_context(
+            engine,
+            Principal(owner_id=query.group),
+            query.text,
+            max_items=50,
+            max_tokens=PACK_MAX_TOKENS,
+            relevance_floor=floor,
+        )
+        packed = {back[item.id] for item in pack.items}
         complete += set(query.relevant) <= packed
         found += len(set(query.relevant) & packed) / len(query.relevant)
-        tokens += pack["budget"]["used_tokens"]
-        items += len(pack["items"])
+        tokens += pack.budget.used_tokens
+        items += len(pack.items)
     count = len(queries)
-    return {"max_tokens": PACK_MAX_TOKENS, "floor": floor, "all_evidence_in_pack": round(complete / count, 4),
-            "evidence_recall": round(found / count, 4), "mean_used_tokens": round(tokens / count, 1),
-            "mean_items": round(items / count, 2)}
+    return {
+        "max_tokens": PACK_MAX_TOKENS,
+        "floor": floor,
+        "all_evidence_in_pack": round(complete / count, 4),
+        "evidence_recall": round(found / count, 4),
+        "mean_used_tokens": round(tokens / count, 1),
+        "mean_items": round(items / count, 2),
+    }

@@ -21,14 +21,26 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def start_server(data_dir: Path, env: Mapping[str, str] | None = None,
-                 options: Sequence[str] = ()) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(
+    data_dir: Path, env: Mapping[str, str] | None = None, options: Sequence[str] = ()
+) -> tuple[subprocess.Popen[bytes], str]:
     """Launch `xmemo [options] --data-dir DIR serve` on a free loopback port; returns it and its URL."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-c", "from service.cli import main; main()", "--data-dir", str(data_dir), *options,
-         "serve", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(env) if env is not None else None,
+        [
+            sys.executable,
+            "-c",
+            "from service.cli import main; main()",
+            "--data-dir",
+            str(data_dir),
+            *options,
+            "serve",
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(env) if env is not None else None,
     )
     return process, f"http://127.0.0.1:{port}"
 

@@ -51,8 +51,12 @@ def _serve(data_dir: Path, env: dict[str, str]) -> tuple[float, float]:
         ready = time.perf_counter() - started
         key = (data_dir / "admin.key").read_text().strip()
         asked = time.perf_counter()
-        response = httpx.post(f"{url}/v1/recall/context", json={"query": "why did the deploy fail", "max_items": 8},
-                              headers={"Authorization": f"Bearer {key}"}, timeout=60)
+        response = httpx.post(
+            f"{url}/v1/recall/context",
+            json={"query": "why did the deploy fail", "max_items": 8},
+            headers={"Authorization": f"Bearer {key}"},
+            timeout=60,
+        )
         response.raise_for_status()
         return ready, time.perf_counter() - asked
     finally:
@@ -82,8 +86,12 @@ def measure(encoder: str, memories: int, repeat: int) -> dict[str, Any]:
             ready, first = _serve(data_dir, env)
             runs["serve_ready_s"].append(ready)
             runs["first_recall_after_ready_s"].append(first)
-    return {"encoder": encoder, "memories": memories, "repeat": repeat,
-            **{name: round(statistics.median(values), 3) for name, values in runs.items()}}
+    return {
+        "encoder": encoder,
+        "memories": memories,
+        "repeat": repeat,
+        **{name: round(statistics.median(values), 3) for name, values in runs.items()},
+    }
 
 
 def main() -> None:
@@ -98,7 +106,8 @@ def main() -> None:
     base = results[-1]
     ratios: dict[str, dict[str, float]] = {
         r["encoder"]: {k: round(v / base[k], 2) for k, v in r.items() if k.endswith("_s") and base[k]}
-        for r in results[:-1]}
+        for r in results[:-1]
+    }
     report = {"results": results, "ratios": ratios}
     if args.json:
         print(json.dumps(report, indent=2))

@@ -26,8 +26,11 @@ def add_offline_docs(app: FastAPI) -> None:
     @app.get("/docs", include_in_schema=False)
     def swagger_ui() -> HTMLResponse:
         return get_swagger_ui_html(
-            openapi_url="/openapi.json", title=title, oauth2_redirect_url="/docs/oauth2-redirect",
-            swagger_js_url=f"{VENDOR_URL}/swagger-ui-bundle.js", swagger_css_url=f"{VENDOR_URL}/swagger-ui.css",
+            openapi_url="/openapi.json",
+            title=title,
+            oauth2_redirect_url="/docs/oauth2-redirect",
+            swagger_js_url=f"{VENDOR_URL}/swagger-ui-bundle.js",
+            swagger_css_url=f"{VENDOR_URL}/swagger-ui.css",
             swagger_favicon_url=f"{VENDOR_URL}/favicon.png",
         )
 
@@ -37,6 +40,10 @@ def add_offline_docs(app: FastAPI) -> None:
 
     @app.get("/redoc", include_in_schema=False)
     def redoc() -> HTMLResponse:
-        return get_redoc_html(openapi_url="/openapi.json", title=title, with_google_fonts=False,
-                              redoc_js_url=f"{VENDOR_URL}/redoc.standalone.js",
-                              redoc_favicon_url=f"{VENDOR_URL}/favicon.png")
+        return get_redoc_html(
+            openapi_url="/openapi.json",
+            title=title,
+            with_google_fonts=False,
+            redoc_js_url=f"{VENDOR_URL}/redoc.standalone.js",
+            redoc_favicon_url=f"{VENDOR_URL}/favicon.png",
+        )

@@ -12,23 +12,19 @@ import hashlib
 import hmac
 import json
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Column, Engine, MetaData, String, Table, Text, bindparam, select, update
+from sqlalchemy import Column, Engine, Float, Index, MetaData, String, Table, Text, bindparam, select, update
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import OperationalError
 
-from retrieval import AuthenticationError, Principal, StoreError, ValidationError
-from retrieval.permissions import private_file, secure_data_dir
-from retrieval.records import format_time, utc_now
-from retrieval.schema import migrate, open_engine
+from retrieval import AuthenticationError, Principal, ValidationError
+from retrieval.domain import READ, SCOPES, WRITE, format_time, utc_now
+from retrieval.storage import Migration, map_sql_faults, migrate, open_engine, private_file, secure_data_dir
 
-__all__ = ["ALL_SCOPES", "IssuedKey", "KeyStore"]
-
-ALL_SCOPES = ("memory:read", "memory:write", "memory:admin")
+__all__ = ["IssuedKey", "KeyStore"]
 _metadata = MetaData()
 api_keys = Table(
     "api_keys",
@@ -42,11 +38,39 @@ api_keys = Table(
 
 
 def _k001_api_keys(connection: Connection) -> None:
-    _metadata.create_all(connection, checkfirst=True)
+    frozen = MetaData()
+    Table(
+        "api_keys",
+        frozen,
+        Column("key_id", String, primary_key=True),
+        Column("digest", String(64), nullable=False),
+        Column("principal", Text, nullable=False),
+        Column("created_at", String, nullable=False),
+        Column("revoked_at", String, nullable=True),
+    ).create(connection, checkfirst=True)
 
 
-# Append new steps; never edit an applied one. Names differ from the record's (one table records both on PostgreSQL).
-KEY_MIGRATIONS: list[tuple[str, Callable[[Connection], None]]] = [("k001_api_keys", _k001_api_keys)]
+def _k002_console_sessions(connection: Connection) -> None:
+    """The console's sessions (service/console/sessions.py), beside the keys they were opened with."""
+    frozen = MetaData()
+    Table(
+        "console_sessions",
+        frozen,
+        Column("sid_digest", String(64), primary_key=True),
+        Column("key_id", String, nullable=False),
+        Column("csrf", String, nullable=False),
+        Column("created_at", Float, nullable=False),
+        Column("last_seen", Float, nullable=False),
+        Index("console_sessions_key_id", "key_id"),
+    ).create(connection, checkfirst=True)
+
+
+# Frozen steps, as retrieval/storage/migrations.py: append new ones, never edit an applied one. Names
+# differ from the record's (one table records both on PostgreSQL).
+KEY_MIGRATIONS: list[Migration] = [
+    ("k001_api_keys", _k001_api_keys),
+    ("k002_console_sessions", _k002_console_sessions),
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,15 +124,13 @@ class KeyStore:
 
     @classmethod
     def open(cls, data_dir: Path, database_url: str | None = None) -> KeyStore:
-        """The key store of a data dir (made private first, retrieval.permissions), or of the
+        """The key store of a data dir (made private first, retrieval/storage/data_dir.py), or of the
         PostgreSQL system of record at `database_url`."""
         secure_data_dir(data_dir)
-        try:
+        with map_sql_faults(f"cannot open the key store in {database_url or data_dir}"):
             if database_url:
                 return cls(open_engine(database_url))
             return cls(open_engine(private_file(data_dir / "keys.sqlite")))
-        except OperationalError as error:
-            raise StoreError(f"cannot open the key store in {database_url or data_dir}: {error}") from error
 
     def create(
         self,
@@ -119,25 +141,34 @@ class KeyStore:
         organization_id: str = "",
         workspace_id: str = "",
         project_id: str | None = None,
-        scopes: tuple[str, ...] = ("memory:read", "memory:write"),
+        scopes: tuple[str, ...] = (READ, WRITE),
     ) -> IssuedKey:
         if not owner_id.strip():
             raise ValidationError("owner must be a non-empty string")
-        unknown = set(scopes) - set(ALL_SCOPES)
+        unknown = set(scopes) - set(SCOPES)
         if unknown or not scopes:
-            raise ValidationError(f"scopes must be a non-empty subset of {', '.join(ALL_SCOPES)}")
+            raise ValidationError(f"scopes must be a non-empty subset of {', '.join(SCOPES)}")
         principal = Principal(
-            owner_id=owner_id, agent_id=agent_id or f"agent-{secrets.token_hex(3)}", organization_id=organization_id,
-            workspace_id=workspace_id, project_id=project_id, team_ids=tuple(dict.fromkeys(team_ids)),
+            owner_id=owner_id,
+            agent_id=agent_id or f"agent-{secrets.token_hex(3)}",
+            organization_id=organization_id,
+            workspace_id=workspace_id,
+            project_id=project_id,
+            team_ids=tuple(dict.fromkeys(team_ids)),
             scopes=frozenset(scopes),
         )
         key_id = secrets.token_hex(6)
         secret = secrets.token_urlsafe(32)
         with self.engine.begin() as connection:
-            connection.execute(api_keys.insert().values(
-                key_id=key_id, digest=_digest(secret), principal=json.dumps(_principal_dict(principal)),
-                created_at=format_time(utc_now()), revoked_at=None,
-            ))
+            connection.execute(
+                api_keys.insert().values(
+                    key_id=key_id,
+                    digest=_digest(secret),
+                    principal=json.dumps(_principal_dict(principal)),
+                    created_at=format_time(utc_now()),
+                    revoked_at=None,
+                )
+            )
         return IssuedKey(key_id, f"xmk_{key_id}_{secret}", principal)
 
     @property
@@ -151,11 +182,8 @@ class KeyStore:
         parts = key.split("_", 2)
         if len(parts) != 3 or parts[0] != "xmk" or not parts[1] or not parts[2]:
             raise AuthenticationError("invalid API key")
-        try:
-            with self.engine.connect() as connection:
-                row = connection.execute(_BY_KEY_ID, {"key_id": parts[1]}).first()
-        except OperationalError as error:
-            raise StoreError("the authorization store is unavailable") from error
+        with map_sql_faults("the authorization store is unavailable"), self.engine.connect() as connection:
+            row = connection.execute(_BY_KEY_ID, {"key_id": parts[1]}).first()
         # Compare even when the id is unknown, so timing does not tell known ids apart.
         expected = row.digest if row is not None else _digest("")
         valid = hmac.compare_digest(expected, _digest(parts[2]))
@@ -167,15 +195,20 @@ class KeyStore:
         with self.engine.connect() as connection:
             rows = connection.execute(select(api_keys).order_by(api_keys.c.created_at, api_keys.c.key_id))
             return [
-                {"key_id": r.key_id, "created_at": r.created_at, "revoked_at": r.revoked_at,
-                 **_principal_dict(_principal_from(json.loads(r.principal)))}
+                {
+                    "key_id": r.key_id,
+                    "created_at": r.created_at,
+                    "revoked_at": r.revoked_at,
+                    **_principal_dict(_principal_from(json.loads(r.principal))),
+                }
                 for r in rows
             ]
 
     def revoke(self, key_id: str) -> bool:
         with self.engine.begin() as connection:
             result = connection.execute(
-                update(api_keys).where(api_keys.c.key_id == key_id, api_keys.c.revoked_at.is_(None))
+                update(api_keys)
+                .where(api_keys.c.key_id == key_id, api_keys.c.revoked_at.is_(None))
                 .values(revoked_at=format_time(utc_now()))
             )
         return result.rowcount == 1
@@ -203,11 +236,8 @@ class KeyStore:
 
     def principal_of(self, key_id: str) -> Principal:
         """The principal of a key found by its id (a console session's); AuthenticationError if unknown or revoked."""
-        try:
-            with self.engine.connect() as connection:
-                row = connection.execute(select(api_keys).where(api_keys.c.key_id == key_id)).first()
-        except OperationalError as error:
-            raise StoreError("the authorization store is unavailable") from error
+        with map_sql_faults("the authorization store is unavailable"), self.engine.connect() as connection:
+            row = connection.execute(select(api_keys).where(api_keys.c.key_id == key_id)).first()
         if row is None or row.revoked_at is not None:
             raise AuthenticationError("invalid or revoked API key")
         return _principal_from(json.loads(row.principal))

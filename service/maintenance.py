@@ -11,6 +11,7 @@ from anyio import to_thread
 
 from compactor import ReflectRequest, reflect
 from retrieval import ConflictError, MemoryEngine, Principal
+from retrieval.domain import READ, WRITE
 
 from .settings import ServiceSettings
 
@@ -26,18 +27,30 @@ def reflect_every_owner(engine: MemoryEngine, settings: ServiceSettings) -> dict
     An owner whose memories changed during the pass is skipped with a warning and tried next time.
     """
     counts: dict[str, dict[str, int]] = {}
-    request = ReflectRequest(actions_csv=settings.reflect_actions or None, dry_run=not settings.reflect_apply,
-                             time_window_hours=settings.reflect_time_window_hours)
+    request = ReflectRequest(
+        actions_csv=settings.reflect_actions or None,
+        dry_run=not settings.reflect_apply,
+        time_window_hours=settings.reflect_time_window_hours,
+    )
     for owner in engine.store.owners():
-        principal = Principal(owner_id=owner, agent_id=AGENT_ID, scopes=frozenset({"memory:read", "memory:write"}))
+        principal = Principal(owner_id=owner, agent_id=AGENT_ID, scopes=frozenset({READ, WRITE}))
         try:
             report = reflect(engine, principal, request, settings.reflect)
         except ConflictError as error:
             log.warning(json.dumps({"event": "reflect_conflict", "owner_id": owner, "message": error.message}))
             continue
         counts[owner] = dict(report["counts"])
-        log.info(json.dumps({"event": "reflect", "owner_id": owner, "dry_run": request.dry_run,
-                             "counts": counts[owner], "audit_records": len(report["audit_record_ids"])}))
+        log.info(
+            json.dumps(
+                {
+                    "event": "reflect",
+                    "owner_id": owner,
+                    "dry_run": request.dry_run,
+                    "counts": counts[owner],
+                    "audit_records": len(report["audit_record_ids"]),
+                }
+            )
+        )
     return counts
 
 

@@ -1,4 +1,4 @@
-"""The MCP endpoint: each tool is a thin wrapper over the use case its REST route calls (contract section 4)."""
+"""The MCP endpoint: each tool is a thin wrapper over the use case its REST route calls (the XMemo contract)."""
 
 from __future__ import annotations
 
@@ -23,10 +23,9 @@ from retrieval import (
     render_context_text,
     search_memory,
 )
-from retrieval.rendering import render_identity_text, render_search_text
+from retrieval.usecases import render_identity_text, render_search_text
 
-from .errors import status_of
-from .reads import read_for_query
+from .loop_reads import read_for_query
 
 __all__ = ["build_mcp"]
 
@@ -51,7 +50,7 @@ def _tool_errors() -> Iterator[None]:
     try:
         yield
     except XMemoError as error:
-        raise ToolError(f"{status_of(error)} {error.code}: {error.message}") from error
+        raise ToolError(f"{error.status} {error.code}: {error.message}") from error
 
 
 def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSettings) -> MCPServer:
@@ -62,61 +61,140 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         with _tool_errors():
             return await to_thread.run_sync(lambda: function(engine_of(), *args, **kwargs))
 
-    async def read(function: Callable[..., Any], principal: Principal, query: str, *, filters: dict[str, Any],
-                   items: Any = None, **kwargs: Any) -> Any:
-        """A read of `query`, run as the REST routes run it (service.reads.read_for_query)."""
+    async def read(
+        function: Callable[..., Any],
+        principal: Principal,
+        query: str,
+        *,
+        filters: dict[str, Any],
+        items: Any = None,
+        **kwargs: Any,
+    ) -> Any:
+        """A read of `query`, run as the REST routes run it (service/loop_reads.py read_for_query)."""
         with _tool_errors():
             engine = engine_of()
-            return await read_for_query(engine, principal, query, lambda vector: function(
-                engine, principal, query, query_vector=vector, **kwargs, **filters), items=items, **filters)
+            return await read_for_query(
+                engine,
+                principal,
+                query,
+                lambda vector: function(engine, principal, query, query_vector=vector, **kwargs, **filters),
+                items=items,
+                **filters,
+            )
 
     @server.tool(name="remember", description="Persist a memory (content at a logical path).")
     async def remember_tool(
-        content: str, path: str, ctx: Context, memory_type: str = "auto", bucket: str = "personal",
-        scope: str = "", team_id: str | None = None, importance: Number = 0.5, semantic_key: str | None = None,
-        dedupe: bool = False, occurred_at: str | None = None, metadata: dict[str, Any] | None = None,
+        content: str,
+        path: str,
+        ctx: Context,
+        memory_type: str = "auto",
+        bucket: str = "personal",
+        scope: str = "",
+        team_id: str | None = None,
+        importance: Number = 0.5,
+        semantic_key: str | None = None,
+        dedupe: bool = False,
+        occurred_at: str | None = None,
+        metadata: dict[str, Any] | None = None,
     ) -> str:
         principal = _principal(ctx)
-        result = await run(remember, principal, RememberRequest(
-            content=content, path=path, memory_type=memory_type, bucket=bucket, scope=scope, team_id=team_id,
-            importance=importance, semantic_key=semantic_key, dedupe=dedupe, source="mcp",
-            occurred_at=occurred_at, metadata=metadata or {},
-        ))
+        result = await run(
+            remember,
+            principal,
+            RememberRequest(
+                content=content,
+                path=path,
+                memory_type=memory_type,
+                bucket=bucket,
+                scope=scope,
+                team_id=team_id,
+                importance=importance,
+                semantic_key=semantic_key,
+                dedupe=dedupe,
+                source="mcp",
+                occurred_at=occurred_at,
+                metadata=metadata or {},
+            ),
+        )
         data = result.to_dict()
         return f"Remembered: {data['id']} (version {data['version']}, {data['outcome']})"
 
-    @server.tool(name="recall_context", description="Bounded context pack for a task: ranked memories under item and token budgets.")
-    async def recall_context_tool(query: str, ctx: Context, max_items: Integer = 8, max_tokens: Integer = 1500,
-                                  scope: str = "", team_id: str = "", bucket: str = "", path_filter: str = "",
-                                  memory_type: str = "") -> str:
-        filters: dict[str, Any] = {"scope": scope or None, "team_id": team_id or None, "bucket": bucket or None,
-                                   "path_filter": path_filter or None, "memory_type": memory_type or None}
-        pack = await read(recall_context, _principal(ctx), query, max_items=max_items, max_tokens=max_tokens,
-                          filters=filters, items=max_items)
+    @server.tool(
+        name="recall_context",
+        description="Bounded context pack for a task: ranked memories under item and token budgets.",
+    )
+    async def recall_context_tool(
+        query: str,
+        ctx: Context,
+        max_items: Integer = 8,
+        max_tokens: Integer = 1500,
+        scope: str = "",
+        team_id: str = "",
+        bucket: str = "",
+        path_filter: str = "",
+        memory_type: str = "",
+    ) -> str:
+        filters: dict[str, Any] = {
+            "scope": scope or None,
+            "team_id": team_id or None,
+            "bucket": bucket or None,
+            "path_filter": path_filter or None,
+            "memory_type": memory_type or None,
+        }
+        pack = await read(
+            recall_context,
+            _principal(ctx),
+            query,
+            max_items=max_items,
+            max_tokens=max_tokens,
+            filters=filters,
+            items=max_items,
+        )
         return render_context_text(pack)
 
     @server.tool(name="recall", description="Light best-effort recall: the few most relevant memories.")
     async def recall_tool(query: str, ctx: Context, limit: Integer = 5) -> str:
         found = await read(recall, _principal(ctx), query, limit=limit, filters={}, items=limit)
-        return render_search_text(found["results"], "XMemo Recall")
+        return render_search_text(found.results, "XMemo Recall")
 
     @server.tool(name="search_memory", description="Strict search: only memories that match well; may return nothing.")
     async def search_memory_tool(query: str, ctx: Context, limit: Integer = 10, min_score: Number = None) -> str:
         found = await read(search_memory, _principal(ctx), query, limit=limit, min_score=min_score, filters={})
-        return render_search_text(found["results"], "XMemo Search")
+        return render_search_text(found.results, "XMemo Search")
 
-    @server.tool(name="reflect", description=(
-        "Bounded maintenance pass: summarize and promote similar episodes, expire, decay and archive. "
-        "Preview with dry_run=true first."))
+    @server.tool(
+        name="reflect",
+        description=(
+            "Bounded maintenance pass: summarize and promote similar episodes, expire, decay and archive. "
+            "Preview with dry_run=true first."
+        ),
+    )
     async def reflect_tool(
-        ctx: Context, actions_csv: str = "summarize,promote,expire,decay,archive", dry_run: bool = False,
-        time_window_hours: Number = 24.0, since: str = "", until: str = "", path_filter: str = "%",
-        owner_filter: str = "", bucket: str = "%", scope: str = "", team_id: str = "", limit: Integer = 500,
+        ctx: Context,
+        actions_csv: str = "summarize,promote,expire,decay,archive",
+        dry_run: bool = False,
+        time_window_hours: Number = 24.0,
+        since: str = "",
+        until: str = "",
+        path_filter: str = "%",
+        owner_filter: str = "",
+        bucket: str = "%",
+        scope: str = "",
+        team_id: str = "",
+        limit: Integer = 500,
     ) -> str:
         request = ReflectRequest(
-            actions_csv=actions_csv, dry_run=dry_run, time_window_hours=time_window_hours, since=since or None,
-            until=until or None, path_filter=path_filter, owner_filter=owner_filter or None, bucket=bucket,
-            scope=scope or None, team_id=team_id or None, limit=limit,
+            actions_csv=actions_csv,
+            dry_run=dry_run,
+            time_window_hours=time_window_hours,
+            since=since or None,
+            until=until or None,
+            path_filter=path_filter,
+            owner_filter=owner_filter or None,
+            bucket=bucket,
+            scope=scope or None,
+            team_id=team_id or None,
+            limit=limit,
         )
         report = await run(reflect, _principal(ctx), request, reflect_settings)
         return render_reflect_text(report)
@@ -124,10 +202,15 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
     @server.tool(name="get_mcp_identity", description="Who this connection is: owner, agent, tenant and scopes.")
     async def get_mcp_identity(ctx: Context) -> str:
         principal = _principal(ctx)
-        return render_identity_text({
-            "owner_id": principal.owner_id, "agent_id": principal.agent_id,
-            "organization_id": principal.organization_id, "workspace_id": principal.workspace_id,
-            "project_id": principal.project_id, "scopes": principal.scopes,
-        })
+        return render_identity_text(
+            {
+                "owner_id": principal.owner_id,
+                "agent_id": principal.agent_id,
+                "organization_id": principal.organization_id,
+                "workspace_id": principal.workspace_id,
+                "project_id": principal.project_id,
+                "scopes": principal.scopes,
+            }
+        )
 
     return server

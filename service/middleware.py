@@ -20,7 +20,7 @@ from retrieval import AuthenticationError, StoreError
 
 from .keys import KeyStore
 
-__all__ = ["EdgeMiddleware", "Metrics", "PUBLIC_PATHS"]
+__all__ = ["PUBLIC_PATHS", "EdgeMiddleware", "Metrics"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -47,11 +47,16 @@ class Metrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
-        self.requests = Counter("xmemo_http_requests", "HTTP requests", ["method", "route", "status"],
-                                registry=self.registry)
-        self.latency = Histogram("xmemo_http_request_seconds", "HTTP request latency", ["method", "route"],
-                                 registry=self.registry,
-                                 buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10))
+        self.requests = Counter(
+            "xmemo_http_requests", "HTTP requests", ["method", "route", "status"], registry=self.registry
+        )
+        self.latency = Histogram(
+            "xmemo_http_request_seconds",
+            "HTTP request latency",
+            ["method", "route"],
+            registry=self.registry,
+            buckets=(0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10),
+        )
         self.index_size = Gauge("xmemo_index_points", "points in the vector index", registry=self.registry)
         self.memories = Gauge("xmemo_memories", "memory records in the system of record", registry=self.registry)
 
@@ -148,9 +153,17 @@ class EdgeMiddleware:
 
         async def reply(status: int, code: str, message: str, *extra: tuple[bytes, bytes]) -> None:
             body = _error_body(code, message)
-            await send_with_ids({"type": "http.response.start", "status": status,
-                                 "headers": [(b"content-type", b"application/json"),
-                                             (b"content-length", str(len(body)).encode()), *extra]})
+            await send_with_ids(
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", str(len(body)).encode()),
+                        *extra,
+                    ],
+                }
+            )
             await send_with_ids({"type": "http.response.body", "body": body})
 
         try:
@@ -158,8 +171,15 @@ class EdgeMiddleware:
         finally:
             self._observe(scope, state, outcome["status"], time.perf_counter() - started, audit_id, request_id)
 
-    async def _handle(self, scope: Scope, receive: Receive, headers: dict[str, str], state: dict[str, Any],
-                      send: Send, reply: Callable[..., Awaitable[None]]) -> None:
+    async def _handle(
+        self,
+        scope: Scope,
+        receive: Receive,
+        headers: dict[str, str],
+        state: dict[str, Any],
+        send: Send,
+        reply: Callable[..., Awaitable[None]],
+    ) -> None:
         too_large = f"request body exceeds {self.max_body_bytes} bytes"
         length = headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self.max_body_bytes:
@@ -191,8 +211,12 @@ class EdgeMiddleware:
             state["principal"], state["key_id"] = principal, key_id
             wait = self.limiter.retry_after(key_id) if self.limiter is not None else 0
             if wait:
-                await reply(429, "rate_limited", f"too many requests for this key; retry in {wait} s",
-                            (b"retry-after", str(wait).encode()))
+                await reply(
+                    429,
+                    "rate_limited",
+                    f"too many requests for this key; retry in {wait} s",
+                    (b"retry-after", str(wait).encode()),
+                )
                 return
         buffered, over = await _read_body(receive, self.max_body_bytes)
         if over:
@@ -204,16 +228,27 @@ class EdgeMiddleware:
 
         await self.app(scope, replay, send)
 
-    def _observe(self, scope: Scope, state: dict[str, Any], status: int, seconds: float, audit_id: str,
-                 request_id: str | None) -> None:
+    def _observe(
+        self, scope: Scope, state: dict[str, Any], status: int, seconds: float, audit_id: str, request_id: str | None
+    ) -> None:
         method, route = metric_labels(scope)
         self.metrics.requests.labels(method, route, str(status)).inc()
         self.metrics.latency.labels(method, route).observe(seconds)
         principal = state.get("principal")
-        log.info(json.dumps({
-            "event": "request", "audit_id": audit_id, "request_id": request_id,
-            "key_id": state.get("key_id"), "owner_id": getattr(principal, "owner_id", None),
-            "agent_id": getattr(principal, "agent_id", None), "method": method, "route": route,
-            "status": status, "duration_ms": round(seconds * 1000, 2),
-            "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        }))
+        log.info(
+            json.dumps(
+                {
+                    "event": "request",
+                    "audit_id": audit_id,
+                    "request_id": request_id,
+                    "key_id": state.get("key_id"),
+                    "owner_id": getattr(principal, "owner_id", None),
+                    "agent_id": getattr(principal, "agent_id", None),
+                    "method": method,
+                    "route": route,
+                    "status": status,
+                    "duration_ms": round(seconds * 1000, 2),
+                    "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                }
+            )
+        )

@@ -1,5 +1,6 @@
 """Request bodies and parameter types of the REST routes: strict pydantic models whose OpenAPI schema
-says exactly what the service accepts (unknown fields rejected; contract section 3)."""
+says exactly what the service accepts (unknown fields rejected; the XMemo contract). Their bounds
+come from retrieval/domain/limits.py, the ones the use cases check."""
 
 from __future__ import annotations
 
@@ -9,17 +10,29 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints
 
+from compactor.options import DEFAULT_LIMIT, MAX_LIMIT
+from retrieval.domain import (
+    DEFAULT_PACK_ITEMS,
+    DEFAULT_PACK_TOKENS,
+    KEY_REGEX,
+    MAX_CONTENT_BYTES,
+    MAX_LABEL_CHARS,
+    MAX_PACK_ITEMS,
+    MAX_PACK_TOKENS,
+    MAX_QUERY_CHARS,
+)
+
 __all__ = [
     "ERROR_RESPONSES",
+    "NON_BLANK_LABEL",
+    "ActionList",
     "ErrorBody",
-    "NewMemoryFields",
     "EventBody",
     "Label",
     "MemoryTypeName",
-    "NON_BLANK_LABEL",
+    "NewMemoryFields",
     "NonBlankLabel",
     "ProjectContextBody",
-    "ActionList",
     "QueryText",
     "RecallContextBody",
     "ReflectBody",
@@ -30,16 +43,17 @@ __all__ = [
 ]
 
 # "Not blank" as one character class that JSON Schema (ECMA-262), pydantic (Rust regex) and
-# retrieval.validation.is_blank all read alike; their shorthand \s classes differ at the edges.
+# retrieval/domain/validation.py is_blank all read alike; their shorthand \s classes differ at the edges.
 _SPACE = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
 NOT_BLANK = f"[^{_SPACE}]"
 # Short labels (path, bucket, scope, team, source): printable, at most 512 characters.
-Label = Annotated[str, StringConstraints(max_length=512, pattern=r"^[^\x00-\x1f]*$")]
+Label = Annotated[str, StringConstraints(max_length=MAX_LABEL_CHARS, pattern=r"^[^\x00-\x1f]*$")]
 NON_BLANK_LABEL = f"^[^\\x00-\\x1f]*[^{_SPACE}\\x00-\\x1f][^\\x00-\\x1f]*$"
-NonBlankLabel = Annotated[str, StringConstraints(min_length=1, max_length=512, pattern=NON_BLANK_LABEL)]
-Content = Annotated[str, StringConstraints(min_length=1, max_length=65536, pattern=NOT_BLANK)]
-QueryText = Annotated[str, StringConstraints(min_length=1, max_length=8192, pattern=NOT_BLANK)]
-Key = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_.:-]{0,127}$")]
+NonBlankLabel = Annotated[str, StringConstraints(min_length=1, max_length=MAX_LABEL_CHARS, pattern=NON_BLANK_LABEL)]
+# Characters, not bytes: the use case refuses content over MAX_CONTENT_BYTES of UTF-8 as well.
+Content = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONTENT_BYTES, pattern=NOT_BLANK)]
+QueryText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS, pattern=NOT_BLANK)]
+Key = Annotated[str, StringConstraints(pattern=f"^{KEY_REGEX}$")]
 MemoryTypeName = Literal["auto", "episodic", "semantic", "procedural", "identity", "working"]
 
 
@@ -104,8 +118,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 class RecallContextBody(_Strict):
     query: QueryText
-    max_items: Count = Field(default=8, ge=1, le=50)
-    max_tokens: Count = Field(default=1500, ge=1, le=12000)
+    max_items: Count = Field(default=DEFAULT_PACK_ITEMS, ge=1, le=MAX_PACK_ITEMS)
+    max_tokens: Count = Field(default=DEFAULT_PACK_TOKENS, ge=1, le=MAX_PACK_TOKENS)
     scope: Label | None = None
     team_id: Label | None = None
     bucket: Label | None = None
@@ -115,9 +129,9 @@ class RecallContextBody(_Strict):
 
 class ProjectContextBody(_Strict):
     team_id: Label | None = None
-    max_items: Count = Field(default=8, ge=1, le=50)
-    max_tokens: Count = Field(default=1500, ge=1, le=12000)
-    durable_query: Annotated[str, StringConstraints(max_length=8192)] | None = None
+    max_items: Count = Field(default=DEFAULT_PACK_ITEMS, ge=1, le=MAX_PACK_ITEMS)
+    max_tokens: Count = Field(default=DEFAULT_PACK_TOKENS, ge=1, le=MAX_PACK_TOKENS)
+    durable_query: Annotated[str, StringConstraints(max_length=MAX_QUERY_CHARS)] | None = None
 
 
 class NewMemoryFields(_Strict):
@@ -163,8 +177,10 @@ class EventBody(_Strict):
 
 
 _ACTION = "(?:summarize|promote|expire|decay|archive|summary|promotion|expiry|importance_decay|archival)"
-# Comma-separated reflect actions and their aliases (contract section 5); empty means all five.
-ActionList = Annotated[str, StringConstraints(max_length=512, pattern=f"^ *(?:{_ACTION} *(?:, *{_ACTION} *)*)?$")]
+# Comma-separated reflect actions and their aliases (the XMemo contract); empty means all five.
+ActionList = Annotated[
+    str, StringConstraints(max_length=MAX_LABEL_CHARS, pattern=f"^ *(?:{_ACTION} *(?:, *{_ACTION} *)*)?$")
+]
 
 
 class ReflectBody(_Strict):
@@ -178,4 +194,4 @@ class ReflectBody(_Strict):
     bucket: Label = "%"
     scope: Label | None = None
     team_id: Label | None = None
-    limit: int = Field(default=500, strict=True, description="candidate budget; clamped to 1..5000")
+    limit: int = Field(default=DEFAULT_LIMIT, strict=True, description=f"candidate budget; clamped to 1..{MAX_LIMIT}")

@@ -1,47 +1,26 @@
-"""Shared fixtures: real stores in temp dirs, the real model once per session, a fake embedder for unit tests."""
+"""Fixtures: real stores in temp dirs, the real model once per session, a fake embedder for unit tests,
+a fixed clock, each system of record in turn, and the CLI through click's runner. Helpers live in
+tests/support.py."""
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-import numpy as np
 import pytest
+from click.testing import CliRunner, Result
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from retrieval import MemoryEngine, RetrievalSettings  # noqa: E402
-from retrieval.embedding import Embedder, completed, open_embedder  # noqa: E402
+from retrieval import MemoryEngine, RetrievalSettings
+from retrieval.encoding import Embedder, open_embedder
+from service.cli import cli
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-BACKENDS = ["edge", "server"]
-
-
-class FakeEmbedder:
-    """Deterministic bag-of-words hashing embedder: same words, same direction. For fast unit tests."""
-
-    name = "fake:hash-64"
-    dimension = 64
-
-    def embed(self, texts: list[str]) -> np.ndarray:
-        vectors = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in text.lower().split():
-                digest = hashlib.sha256(word.strip(".,;:!?").encode()).digest()
-                vectors[row, digest[0] % self.dimension] += 1.0 if digest[1] % 2 else -1.0
-            vectors[row, 0] += 0.01  # never the zero vector
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed([text])[0]
-
-    def embed_query_later(self, text: str) -> Future[np.ndarray]:
-        return completed(self.embed_query(text))
+from .support import FakeEmbedder, FixedClock, fresh_database, settings_for
 
 
 @pytest.fixture(scope="session")
@@ -57,22 +36,9 @@ def fake_embedder() -> FakeEmbedder:
     return FakeEmbedder()
 
 
-class FixedClock:
-    def __init__(self, moment: datetime) -> None:
-        self.moment = moment
-
-    def __call__(self) -> datetime:
-        return self.moment
-
-
 @pytest.fixture
 def clock() -> FixedClock:
-    return FixedClock(datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc))
-
-
-def settings_for(data_dir: Path, backend: str, database_url: str | None = None) -> RetrievalSettings:
-    url = None if backend == "edge" else f"path:{data_dir / 'qdrant-local'}"
-    return RetrievalSettings(data_dir=data_dir, qdrant_url=url, database_url=database_url)
+    return FixedClock(datetime(2026, 11, 29, 12, 0, tzinfo=UTC))
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -81,8 +47,6 @@ def database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
     if request.param == "sqlite":
         yield None
         return
-    from .pg import fresh_database
-
     with fresh_database() as url:
         yield url
 
@@ -92,8 +56,13 @@ def make_engine(tmp_path: Path) -> Iterator[Callable[..., MemoryEngine]]:
     """Open engines on real SQLite and a real index in tmp dirs; all are closed at teardown."""
     opened: list[MemoryEngine] = []
 
-    def factory(embedder=None, backend: str = "edge", name: str = "data", database_url: str | None = None,  # type: ignore[no-untyped-def]
-                **kwargs) -> MemoryEngine:
+    def factory(
+        embedder: Any = None,
+        backend: str = "edge",
+        name: str = "data",
+        database_url: str | None = None,
+        **kwargs: Any,
+    ) -> MemoryEngine:
         settings = settings_for(tmp_path / name, backend, database_url)
         engine = MemoryEngine(settings, embedder=embedder or FakeEmbedder(), **kwargs)
         opened.append(engine)
@@ -105,3 +74,14 @@ def make_engine(tmp_path: Path) -> Iterator[Callable[..., MemoryEngine]]:
             engine.close()
         except Exception:
             pass
+
+
+@pytest.fixture
+def run(tmp_path: Path, real_embedder: Embedder) -> Callable[..., Result]:
+    """`xmemo --data-dir <tmp>/<data> ARGS` through click's runner (the real model, loaded once)."""
+    runner = CliRunner()
+
+    def invoke(*args: str, data: str = "data") -> Result:
+        return runner.invoke(cli, ["--data-dir", str(tmp_path / data), *args], catch_exceptions=False)
+
+    return invoke

@@ -1,61 +1,177 @@
-"""Imports run one way (service -> compactor -> retrieval; eval -> compactor -> retrieval, since the lifecycle
-replay runs reflect) and the public API is fixed."""
+"""The layers of the code, enforced: packages import one way, `retrieval/` subpackages only downward,
+code outside a subpackage only through its `__init__`, no import cycle between any two modules, no
+folder of more than 16 modules, and the public API of each package is fixed."""
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+import compactor
 import retrieval
+from tests.support import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("retrieval", "compactor", "service", "eval")
+# service -> compactor -> retrieval; eval -> compactor -> retrieval (the lifecycle replay runs reflect).
 FORBIDDEN = {
     "retrieval": {"compactor", "service", "eval"},
     "compactor": {"service", "eval"},
     "eval": {"service"},
 }
+# Inside retrieval/, each layer imports only the layers before it.
+RETRIEVAL_LAYERS = ("domain", "storage", "encoding", "index", "ranking", "engine", "usecases")
+MAX_MODULES_PER_FOLDER = 16
 
 
-def _imported_packages(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    found = set()
-    for node in ast.walk(tree):
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> Iterator[str]:
+    """Every module name `path` imports (relative imports resolved), at any depth of the file."""
+    name = _module_name(path)
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
-            found |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.add(node.module.split(".")[0])
-    return found
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            yield target
+            yield from (f"{target}.{alias.name}" for alias in node.names)  # `from pkg import module`
+
+
+def _sources(*packages: str) -> list[Path]:
+    return sorted(p for package in packages for p in (ROOT / package).rglob("*.py"))
+
+
+MODULES = {_module_name(p): p for p in _sources(*PACKAGES)}
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
-def test_layers_run_one_way(package):
+def test_packages_import_one_way(package: str) -> None:
     offenders = {
-        str(path.relative_to(ROOT)): sorted(_imported_packages(path) & FORBIDDEN[package])
-        for path in (ROOT / package).rglob("*.py")
+        str(path.relative_to(ROOT)): sorted({i.split(".")[0] for i in _imports(path)} & FORBIDDEN[package])
+        for path in _sources(package)
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-def test_public_api_of_retrieval():
+def _layer(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[0] == "retrieval" and parts[1] in RETRIEVAL_LAYERS else None
+
+
+def test_retrieval_layers_import_only_downward() -> None:
+    offenders = []
+    for path in _sources("retrieval"):
+        own = _layer(_module_name(path))
+        for target in _imports(path):
+            layer = _layer(target)
+            if own is None or layer is None or layer == own:
+                continue
+            if RETRIEVAL_LAYERS.index(layer) > RETRIEVAL_LAYERS.index(own):
+                offenders.append(f"{path.relative_to(ROOT)} imports {target} ({own} -> {layer})")
+    assert offenders == []
+
+
+def _past_an_init(importer: str, target: str) -> bool:
+    """`target` is a module inside a retrieval subpackage that `importer` does not belong to."""
+    parts = target.split(".")
+    if len(parts) < 3 or parts[0] != "retrieval" or parts[1] not in RETRIEVAL_LAYERS or target not in MODULES:
+        return False
+    return _layer(importer) != parts[1]
+
+
+def test_nothing_imports_past_a_subpackage_init() -> None:
+    """Outside a layer (other layers, compactor, service, eval, tests) only `retrieval.<layer>` is imported."""
+    offenders = []
+    for path in _sources(*PACKAGES, "tests"):
+        importer = _module_name(path)
+        offenders += [f"{path.relative_to(ROOT)}: {t}" for t in _imports(path) if _past_an_init(importer, t)]
+    assert offenders == []
+
+
+def test_no_two_modules_import_each_other() -> None:
+    """No cycle of any length between the modules of the four packages (Tarjan's strongly connected
+    components over the import graph, a package's `__init__` counted as a module)."""
+    graph = {name: {t for t in _imports(path) if t in MODULES and t != name} for name, path in MODULES.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    # A package's __init__ that re-exports its modules is imported by them only through the package
+    # path itself (a module's own `from . import x` is not used here), so any component is a real cycle.
+    assert cycles == []
+
+
+@pytest.mark.parametrize("root", [*PACKAGES, "tests"])
+def test_no_folder_holds_more_than_16_modules(root: str) -> None:
+    crowded = {}
+    for folder in [ROOT / root, *(p for p in (ROOT / root).rglob("*") if p.is_dir())]:
+        modules = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        if len(modules) > MAX_MODULES_PER_FOLDER:
+            crowded[str(folder.relative_to(ROOT))] = len(modules)
+    assert crowded == {}
+
+
+def test_public_api_of_retrieval() -> None:
     assert sorted(retrieval.__all__) == sorted(
         [
-            "AuthenticationError", "ConflictError", "IndexUnavailableError", "Memory", "MemoryEngine",
-            "MemoryStatus", "MemoryType", "ModelMismatchError", "NotFoundError", "PermissionDeniedError",
-            "Principal", "ReadFilters", "RememberRequest", "RetrievalSettings", "StoreError", "ValidationError",
-            "WriteResult", "XMemoError", "add_event", "archive_memory", "get_memory", "hybrid_retrieve",
-            "import_records", "prepare_read", "read_filters", "recall", "recall_context", "remember",
-            "render_context_text", "search_memory", "update_state",
+            "AuthenticationError", "Budget", "ConflictError", "ContextPack", "IndexUnavailableError", "Memory",
+            "MemoryEngine", "MemoryStatus", "MemoryType", "ModelMismatchError", "NotFoundError", "PackItem",
+            "PermissionDeniedError", "Principal", "ReadFilters", "RememberRequest", "RetrievalPlan",
+            "RetrievalSettings", "SearchResult", "StoreError", "ValidationError", "WriteResult", "XMemoError",
+            "add_event", "archive_memory", "get_memory", "hybrid_retrieve", "import_records", "prepare_read",
+            "read_filters", "recall", "recall_context", "remember", "render_context_text", "search_memory",
+            "update_state",
         ]
-    )
+    )  # fmt: skip
     for name in retrieval.__all__:
         assert getattr(retrieval, name) is not None
 
 
-def test_public_api_of_compactor():
-    import compactor
+@pytest.mark.parametrize("layer", RETRIEVAL_LAYERS)
+def test_every_name_a_layer_exports_exists(layer: str) -> None:
+    module = __import__(f"retrieval.{layer}", fromlist=["__all__"])
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
 
+
+def test_public_api_of_compactor() -> None:
     assert sorted(compactor.__all__) == sorted(
         ["ACTIONS", "ReflectRequest", "ReflectSettings", "list_audit", "prepare_plan", "reflect", "render_reflect_text"]
     )

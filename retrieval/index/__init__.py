@@ -1,6 +1,49 @@
-"""The vector index port and its two backends: Qdrant Edge (embedded) and a Qdrant server."""
+"""The vector index port and its two backends: Qdrant Edge (embedded) and a Qdrant server.
 
-from .base import IndexFilter, IndexHit, IndexPoint, VectorIndex, point_for
+`ServerIndex` is loaded on first use: importing qdrant-client takes 1-2 s, and only the server
+backend needs it (`open_index` picks the backend from the settings).
+"""
+
+from typing import TYPE_CHECKING, Any
+
+from .base import (
+    DENSE,
+    KEYWORD_FIELDS,
+    RANKING_FIELDS,
+    SPARSE,
+    IndexFilter,
+    IndexHit,
+    IndexPoint,
+    VectorIndex,
+    payload_for,
+    point_for,
+)
+from .edge import EdgeIndex
 from .factory import open_index
 
-__all__ = ["IndexFilter", "IndexHit", "IndexPoint", "VectorIndex", "open_index", "point_for"]
+if TYPE_CHECKING:
+    from .server import ServerIndex
+
+__all__ = [
+    "DENSE",
+    "KEYWORD_FIELDS",
+    "RANKING_FIELDS",
+    "SPARSE",
+    "EdgeIndex",
+    "IndexFilter",
+    "IndexHit",
+    "IndexPoint",
+    "ServerIndex",
+    "VectorIndex",
+    "open_index",
+    "payload_for",
+    "point_for",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ServerIndex":
+        from .server import ServerIndex
+
+        return ServerIndex
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,10 +9,21 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..records import Memory, MemoryStatus, ReadFilters
-from ..sparse import SparseVector
+from ..domain import Memory, MemoryStatus, ReadFilters
+from ..encoding import SparseVector
 
-__all__ = ["DENSE", "RANKING_FIELDS", "SPARSE", "IndexFilter", "IndexHit", "IndexPoint", "VectorIndex", "payload_for", "point_for"]
+__all__ = [
+    "DENSE",
+    "KEYWORD_FIELDS",
+    "RANKING_FIELDS",
+    "SPARSE",
+    "IndexFilter",
+    "IndexHit",
+    "IndexPoint",
+    "VectorIndex",
+    "payload_for",
+    "point_for",
+]
 
 DENSE = "dense"
 SPARSE = "bm25"

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from ..errors import IndexUnavailableError
-from ..faults import map_edge_faults
-from ..sparse import SparseVector
+from ..domain import IndexUnavailableError
+from ..encoding import SparseVector
+from ..storage import map_edge_faults
 from .base import DENSE, KEYWORD_FIELDS, RANKING_FIELDS, SPARSE, IndexFilter, IndexHit, IndexPoint, hit_from
 
 __all__ = ["EdgeIndex"]
@@ -84,7 +84,8 @@ class EdgeIndex:
                 payload = record.payload
                 if not payload or "visibility" not in payload:
                     raise IndexUnavailableError(
-                        f"the Qdrant Edge shard at {self.path} lost the payload of point {record.id}")
+                        f"the Qdrant Edge shard at {self.path} lost the payload of point {record.id}"
+                    )
             if offset is None:
                 break
         with map_edge_faults(f"the Qdrant Edge shard at {self.path} is damaged"):
@@ -92,12 +93,17 @@ class EdgeIndex:
             has_vector = qe.Filter(must=[qe.HasVectorCondition(DENSE)])
             with_vector = self._shard.count(qe.CountRequest(exact=True, filter=has_vector))
             if with_vector != total:
-                raise IndexUnavailableError(f"the Qdrant Edge shard at {self.path} lost the dense vectors of "
-                                            f"{total - with_vector} of {total} points")
+                raise IndexUnavailableError(
+                    f"the Qdrant Edge shard at {self.path} lost the dense vectors of "
+                    f"{total - with_vector} of {total} points"
+                )
             if total:
                 probe = [1.0 / np.sqrt(self.dimension)] * self.dimension
-                self._shard.query(qe.QueryRequest(limit=1, query=qe.Query.Nearest(probe, using=DENSE),
-                                                  params=qe.SearchParams(exact=True)))
+                self._shard.query(
+                    qe.QueryRequest(
+                        limit=1, query=qe.Query.Nearest(probe, using=DENSE), params=qe.SearchParams(exact=True)
+                    )
+                )
 
     def upsert(self, points: Sequence[IndexPoint]) -> None:
         if not points:
@@ -136,7 +142,9 @@ class EdgeIndex:
         if dense is not None and dense_limit > 0:
             requests.append(
                 qe.QueryRequest(
-                    limit=dense_limit, query=qe.Query.Nearest(dense.tolist(), using=DENSE), filter=condition,
+                    limit=dense_limit,
+                    query=qe.Query.Nearest(dense.tolist(), using=DENSE),
+                    filter=condition,
                     with_payload=RANKING_FIELDS,
                 )
             )
@@ -144,7 +152,9 @@ class EdgeIndex:
             query = qe.SparseVector(list(sparse.indices), list(sparse.values))
             requests.append(
                 qe.QueryRequest(
-                    limit=sparse_limit, query=qe.Query.Nearest(query, using=SPARSE), filter=condition,
+                    limit=sparse_limit,
+                    query=qe.Query.Nearest(query, using=SPARSE),
+                    filter=condition,
                     with_payload=RANKING_FIELDS,
                 )
             )
@@ -161,7 +171,8 @@ class EdgeIndex:
         if not ids:
             return {}
         request = qe.QueryRequest(
-            limit=len(ids), query=qe.Query.Nearest(dense.tolist(), using=DENSE),
+            limit=len(ids),
+            query=qe.Query.Nearest(dense.tolist(), using=DENSE),
             filter=qe.Filter(must=[qe.HasIdCondition(set(ids))]),
         )
         with map_edge_faults():

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..settings import RetrievalSettings
+from ..domain import RetrievalSettings
 from .base import VectorIndex
 
 __all__ = ["open_index"]
@@ -16,7 +16,9 @@ def open_index(settings: RetrievalSettings, dimension: int) -> VectorIndex:
             location = None if settings.qdrant_url.startswith("path:") else ":memory:"
             path = settings.qdrant_url.removeprefix("path:") if location is None else None
             return ServerIndex(dimension, settings.qdrant_collection, location=location, path=path)
-        return ServerIndex(dimension, settings.qdrant_collection, url=settings.qdrant_url, api_key=settings.qdrant_api_key)
+        return ServerIndex(
+            dimension, settings.qdrant_collection, url=settings.qdrant_url, api_key=settings.qdrant_api_key
+        )
     from .edge import EdgeIndex
 
     return EdgeIndex(settings.edge_path, dimension, settings.edge_search_threads)

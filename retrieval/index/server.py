@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 import numpy as np
 from qdrant_client import QdrantClient, models
 
-from ..faults import map_server_faults
-from ..sparse import SparseVector
+from ..encoding import SparseVector
+from ..storage import map_server_faults
 from .base import DENSE, KEYWORD_FIELDS, RANKING_FIELDS, SPARSE, IndexFilter, IndexHit, IndexPoint, hit_from
 
 T = TypeVar("T")
@@ -108,14 +108,22 @@ class ServerIndex:
         if dense is not None and dense_limit > 0:
             requests.append(
                 models.QueryRequest(
-                    query=dense.tolist(), using=DENSE, limit=dense_limit, filter=condition, with_payload=RANKING_FIELDS,
+                    query=dense.tolist(),
+                    using=DENSE,
+                    limit=dense_limit,
+                    filter=condition,
+                    with_payload=RANKING_FIELDS,
                 )
             )
         if sparse is not None and sparse.indices and sparse_limit > 0:
             query = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
             requests.append(
                 models.QueryRequest(
-                    query=query, using=SPARSE, limit=sparse_limit, filter=condition, with_payload=RANKING_FIELDS,
+                    query=query,
+                    using=SPARSE,
+                    limit=sparse_limit,
+                    filter=condition,
+                    with_payload=RANKING_FIELDS,
                 )
             )
         if not requests:
@@ -130,7 +138,11 @@ class ServerIndex:
         if not ids:
             return {}
         response = self._call(
-            self._client.query_points, self.collection, query=dense.tolist(), using=DENSE, limit=len(ids),
+            self._client.query_points,
+            self.collection,
+            query=dense.tolist(),
+            using=DENSE,
+            limit=len(ids),
             query_filter=models.Filter(must=[models.HasIdCondition(has_id=list(ids))]),
         )
         return {str(p.id): float(p.score) for p in response.points}

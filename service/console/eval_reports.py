@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,9 @@ def find_reports(directory: Path) -> dict[str, Path]:
     if not directory.is_dir():
         return {}
     found = [(directory / REPORT, "")] + [
-        (child / REPORT, child.name) for child in directory.iterdir() if child.is_dir() and not child.name.startswith(".")
+        (child / REPORT, child.name)
+        for child in directory.iterdir()
+        if child.is_dir() and not child.name.startswith(".")
     ]
     dated = [(path.stat().st_mtime, name, path.parent) for path, name in found if path.is_file()]
     return {name: parent for _, name, parent in sorted(dated, key=lambda d: (-d[0], d[1]))}
@@ -57,10 +59,19 @@ def read_report(name: str, directory: Path) -> EvalReport:
         raise ValueError(f"{path} cannot be read: {error}") from error
     except (KeyError, TypeError, ValueError, StopIteration, AttributeError) as error:
         raise ValueError(f"{path} is not a report of `xmemo eval` (no strategies with their metrics)") from error
-    written = datetime.fromtimestamp(path.stat().st_mtime, tz=timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    written = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
     chart = directory / CHART
-    return EvalReport(name, written, dataset, queries, metrics, rows, _checks(document), _summary(document),
-                      chart if chart.is_file() else None)
+    return EvalReport(
+        name,
+        written,
+        dataset,
+        queries,
+        metrics,
+        rows,
+        _checks(document),
+        _summary(document),
+        chart if chart.is_file() else None,
+    )
 
 
 def _checks(document: dict[str, Any]) -> list[dict[str, Any]]:
@@ -79,8 +90,10 @@ def _summary_lines(document: dict[str, Any]) -> list[str]:
     lines = []
     pack = document.get("pack")
     if isinstance(pack, dict) and {"max_tokens", "all_evidence_in_pack", "mean_used_tokens"} <= pack.keys():
-        lines.append(f"Context pack (max_tokens {pack['max_tokens']}): all evidence in the pack for "
-                     f"{pack['all_evidence_in_pack']:.1%} of questions, {pack['mean_used_tokens']} tokens used on average.")
+        lines.append(
+            f"Context pack (max_tokens {pack['max_tokens']}): all evidence in the pack for "
+            f"{pack['all_evidence_in_pack']:.1%} of questions, {pack['mean_used_tokens']} tokens used on average."
+        )
     timing = document.get("timing")
     if isinstance(timing, dict) and "total_s" in timing and "peak_rss_mb" in document:
         lines.append(f"Time {timing['total_s']} s, peak RSS {document['peak_rss_mb']} MB.")

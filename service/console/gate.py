@@ -51,8 +51,9 @@ def _cookie(scope: Scope, name: str) -> str | None:
 
 
 def _set_cookie(response: Response, request: Request, name: str, value: str, max_age: int | None = None) -> None:
-    response.set_cookie(name, value, max_age=max_age, path="/ui", httponly=True, samesite="strict",
-                        secure=request.url.scheme == "https")
+    response.set_cookie(
+        name, value, max_age=max_age, path="/ui", httponly=True, samesite="strict", secure=request.url.scheme == "https"
+    )
 
 
 class ConsoleGate:
@@ -83,8 +84,9 @@ class ConsoleGate:
         session, principal = signed_in
         headers = [(k, v) for k, v in scope.get("headers", []) if k != b"authorization"]
         state = dict(scope.get("state") or {})
-        state.update(console_session=session, console_sessions=self.sessions,
-                     console_principal=(session.key_id, principal))
+        state.update(
+            console_session=session, console_sessions=self.sessions, console_principal=(session.key_id, principal)
+        )
         await self.app({**scope, "headers": headers, "state": state}, receive, send)
 
     def _signed_in(self, sid: str | None) -> tuple[Session, Principal] | None:
@@ -100,9 +102,17 @@ class ConsoleGate:
 
     def _unavailable(self, request: Request, message: str) -> Response:
         return templates.TemplateResponse(
-            request, "error.html", {"title": "Unavailable", "message": message, "back": ("/ui/", "Try again"),
-                                    "navigation": [], "principal": None},
-            status_code=503, headers={"Cache-Control": "no-store"},
+            request,
+            "error.html",
+            {
+                "title": "Unavailable",
+                "message": message,
+                "back": ("/ui/", "Try again"),
+                "navigation": [],
+                "principal": None,
+            },
+            status_code=503,
+            headers={"Cache-Control": "no-store"},
         )
 
     def _public_app(self) -> Starlette:
@@ -130,14 +140,16 @@ class ConsoleGate:
         async def elsewhere(request: Request) -> Response:
             return RedirectResponse("/ui/login", status_code=303)
 
-        return Starlette(routes=[
-            Route("/ui/login", login_form, methods=["GET"]),
-            Route("/ui/login", sign_in, methods=["POST"]),
-            Mount("/ui/static/vendor", StaticFiles(directory=VENDOR_DIR)),
-            Mount("/ui/static", StaticFiles(directory=STATIC_DIR)),
-            Route("/ui/{rest:path}", elsewhere, methods=["GET", "POST", "HEAD"]),
-            Route("/ui", elsewhere, methods=["GET", "POST", "HEAD"]),
-        ])
+        return Starlette(
+            routes=[
+                Route("/ui/login", login_form, methods=["GET"]),
+                Route("/ui/login", sign_in, methods=["POST"]),
+                Mount("/ui/static/vendor", StaticFiles(directory=VENDOR_DIR)),
+                Mount("/ui/static", StaticFiles(directory=STATIC_DIR)),
+                Route("/ui/{rest:path}", elsewhere, methods=["GET", "POST", "HEAD"]),
+                Route("/ui", elsewhere, methods=["GET", "POST", "HEAD"]),
+            ]
+        )
 
     def _open(self, key_id: str) -> Session:
         self.sessions.sweep()
@@ -146,8 +158,11 @@ class ConsoleGate:
     def _login_page(self, request: Request, message: str = "", status: int = 200) -> Response:
         token = secrets.token_urlsafe(32)
         response = templates.TemplateResponse(
-            request, "login.html", {"csrf": token, "message": message, "navigation": [], "principal": None},
-            status_code=status, headers={"Cache-Control": "no-store"},
+            request,
+            "login.html",
+            {"csrf": token, "message": message, "navigation": [], "principal": None},
+            status_code=status,
+            headers={"Cache-Control": "no-store"},
         )
         _set_cookie(response, request, LOGIN_COOKIE, token, max_age=3600)
         return response

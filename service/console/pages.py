@@ -19,28 +19,27 @@ from retrieval import (
     ValidationError,
     recall_context,
 )
-from retrieval.audit_log import audit_records
-from retrieval.manage import (
+from retrieval.domain import ADMIN, READ, SCOPES, WRITE, require
+from retrieval.storage import audit_records
+from retrieval.usecases import (
+    MEANING_PAGE,
     ListQuery,
     edit_memory,
     forget_memory,
     list_memories,
     memory_history,
+    render_context_text,
+    search_by_meaning,
     set_status,
 )
-from retrieval.policy import require
-from retrieval.rendering import render_context_text
 
-from ..routes.context import context_of, engine_of, principal_of
+from ..routes.deps import Caller, Engine, context_of
 from .eval_reports import CHART, find_reports, read_report
-from .meaning import MEANING_PAGE, search_by_meaning
 from .rendering import checked_form, render, session_of
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
-Engine = Annotated[MemoryEngine, Depends(engine_of)]
-Caller = Annotated[Principal, Depends(principal_of)]
 Form = Annotated[FormData, Depends(checked_form)]
 
 LIST_FILTERS = ("path_prefix", "memory_type", "status", "bucket", "team_id", "scope", "metadata", "text")
@@ -89,35 +88,71 @@ def memories_page(request: Request, engine: Engine, principal: Caller) -> Respon
     given: dict[str, Any] = {name: value or None for name, value in chosen.items()}
     since, until = _day(params.get("since")), _day(params.get("until"), end=True)
     kept = {**chosen, "since": params.get("since", ""), "until": params.get("until", ""), "mode": mode}
-    context: dict[str, Any] = {"title": "Memories", "filters": kept, "statuses": [s.value for s in MemoryStatus],
-                               "modes": SEARCH_MODES, "page_size": MEANING_PAGE, "notice": params.get("notice", "")}
+    context: dict[str, Any] = {
+        "title": "Memories",
+        "filters": kept,
+        "statuses": [s.value for s in MemoryStatus],
+        "modes": SEARCH_MODES,
+        "page_size": MEANING_PAGE,
+        "notice": params.get("notice", ""),
+    }
     if mode == "meaning" and chosen["text"]:
         given.pop("text")
         matches = search_by_meaning(engine, principal, chosen["text"], {**given, "since": since, "until": until})
-        return render(request, "memories.html", memories=[m.memory for m in matches],
-                      scores={m.memory.id: m.score for m in matches}, next_query=None, **context)
-    page = list_memories(engine, principal, ListQuery(
-        **given, since=since, until=until, cursor=params.get("cursor") or None, limit=25,
-    ))
+        return render(
+            request,
+            "memories.html",
+            memories=[m.memory for m in matches],
+            scores={m.memory.id: m.score for m in matches},
+            next_query=None,
+            **context,
+        )
+    page = list_memories(
+        engine,
+        principal,
+        ListQuery(
+            **given,
+            since=since,
+            until=until,
+            cursor=params.get("cursor") or None,
+            limit=25,
+        ),
+    )
     next_query = {k: v for k, v in kept.items() if v} | ({"cursor": page.next_cursor} if page.next_cursor else {})
-    return render(request, "memories.html", memories=page.memories, scores=None,
-                  next_query=next_query if page.next_cursor else None, **context)
+    return render(
+        request,
+        "memories.html",
+        memories=page.memories,
+        scores=None,
+        next_query=next_query if page.next_cursor else None,
+        **context,
+    )
 
 
 @router.get("/memories/{memory_id}", response_class=HTMLResponse)
 def memory_page(memory_id: str, request: Request, engine: Engine, principal: Caller) -> Response:
     """One memory: its fields, versions, links both ways and audit trail; edit, archive, restore, forget."""
     history = memory_history(engine, principal, memory_id)
-    return render(request, "memory.html", title="Memory", history=history, memory=history.memory,
-                  metadata_text=json.dumps(history.memory.metadata, ensure_ascii=False, indent=2),
-                  notice=request.query_params.get("notice", ""))
+    return render(
+        request,
+        "memory.html",
+        title="Memory",
+        history=history,
+        memory=history.memory,
+        metadata_text=json.dumps(history.memory.metadata, ensure_ascii=False, indent=2),
+        notice=request.query_params.get("notice", ""),
+    )
 
 
 def _changes(form: FormData, engine: MemoryEngine, principal: Principal, memory_id: str) -> dict[str, Any]:
     """The edit form's fields that differ from the stored memory."""
     memory = memory_history(engine, principal, memory_id).memory
-    sent: dict[str, Any] = {"content": form.get("content"), "path": _text(form, "path"),
-                            "type": _text(form, "type"), "source": _text(form, "source")}
+    sent: dict[str, Any] = {
+        "content": form.get("content"),
+        "path": _text(form, "path"),
+        "type": _text(form, "type"),
+        "source": _text(form, "source"),
+    }
     for name in ("importance", "confidence"):
         try:
             sent[name] = float(_text(form, name))
@@ -134,7 +169,7 @@ def _changes(form: FormData, engine: MemoryEngine, principal: Principal, memory_
 
 @router.post("/memories/{memory_id}/edit")
 def edit_action(memory_id: str, form: Form, engine: Engine, principal: Caller) -> Response:
-    require(principal, "memory:write")
+    require(principal, WRITE)
     changes = _changes(form, engine, principal, memory_id)
     if changes:
         edit_memory(engine, principal, memory_id, int(_text(form, "expected_version") or 0), changes)
@@ -160,17 +195,32 @@ def status_action(memory_id: str, status: str, form: Form, engine: Engine, princ
 @router.get("/audit", response_class=HTMLResponse)
 def audit_page(request: Request, engine: Engine, principal: Caller) -> Response:
     """The audit log: by action, memory and time, newest first."""
-    require(principal, "memory:read")
+    require(principal, READ)
     params = request.query_params
     action, memory_id = params.get("action", "").strip(), params.get("memory_id", "").strip()
-    with engine.store.engine.connect() as connection:
-        records = audit_records(connection, principal, memory_id=memory_id or None,
-                                actions=(action,) if action else (), since=_day(params.get("since")),
-                                until=_day(params.get("until"), end=True), limit=200)
-    return render(request, "audit.html", title="Audit log", records=records,
-                  filters={"action": action, "memory_id": memory_id, "since": params.get("since", ""),
-                           "until": params.get("until", "")},
-                  actions=("create", "edit", "archive", "restore", "forget", *ACTIONS))
+    with engine.store.sql_engine.connect() as connection:
+        records = audit_records(
+            connection,
+            principal,
+            memory_id=memory_id or None,
+            actions=(action,) if action else (),
+            since=_day(params.get("since")),
+            until=_day(params.get("until"), end=True),
+            limit=200,
+        )
+    return render(
+        request,
+        "audit.html",
+        title="Audit log",
+        records=records,
+        filters={
+            "action": action,
+            "memory_id": memory_id,
+            "since": params.get("since", ""),
+            "until": params.get("until", ""),
+        },
+        actions=("create", "edit", "archive", "restore", "forget", *ACTIONS),
+    )
 
 
 @router.get("/recall", response_class=HTMLResponse)
@@ -185,14 +235,25 @@ def recall_page(request: Request, engine: Engine, principal: Caller) -> Response
             budgets = int(max_items), int(max_tokens)
         except ValueError as error:
             raise ValidationError("the budgets must be whole numbers") from error
-        pack = recall_context(engine, principal, query, max_items=budgets[0], max_tokens=budgets[1])
-        text = render_context_text(pack)
+        found = recall_context(engine, principal, query, max_items=budgets[0], max_tokens=budgets[1])
+        text = render_context_text(found)
+        pack = found.to_dict()  # the page shows the pack as the JSON an agent receives
     components = {c["id"]: c for c in pack["retrieval_plan"]["items"]} if pack else {}
-    return render(request, "recall.html", title="Recall", query=query, max_items=max_items, max_tokens=max_tokens,
-                  pack=pack, text=text, components=components, reasons=LEFT_OUT_REASONS,
-                  dropped=pack["retrieval_plan"].get("dropped", []) if pack else [],
-                  shortened=[item for item in pack["items"] if item["shortened"]] if pack else [],
-                  pack_json=json.dumps(pack, ensure_ascii=False, indent=2) if pack else "")
+    return render(
+        request,
+        "recall.html",
+        title="Recall",
+        query=query,
+        max_items=max_items,
+        max_tokens=max_tokens,
+        pack=pack,
+        text=text,
+        components=components,
+        reasons=LEFT_OUT_REASONS,
+        dropped=pack["retrieval_plan"].get("dropped", []) if pack else [],
+        shortened=[item for item in pack["items"] if item["shortened"]] if pack else [],
+        pack_json=json.dumps(pack, ensure_ascii=False, indent=2) if pack else "",
+    )
 
 
 def _reflect_request(source: Any, dry_run: bool) -> ReflectRequest:
@@ -202,8 +263,13 @@ def _reflect_request(source: Any, dry_run: bool) -> ReflectRequest:
         hours = float(source.get("hours") or 24)
     except ValueError as error:
         raise ValidationError("the time window must be a number of hours") from error
-    return ReflectRequest(actions_csv=",".join(chosen) or None, dry_run=dry_run, time_window_hours=hours,
-                          since=source.get("since") or None, until=source.get("until") or None)
+    return ReflectRequest(
+        actions_csv=",".join(chosen) or None,
+        dry_run=dry_run,
+        time_window_hours=hours,
+        since=source.get("since") or None,
+        until=source.get("until") or None,
+    )
 
 
 @router.get("/reflect", response_class=HTMLResponse)
@@ -219,34 +285,48 @@ def reflect_page(request: Request, engine: Engine, principal: Caller) -> Respons
         visible = ReadFilters(owner_id=principal.owner_id, team_ids=principal.team_ids, statuses=tuple(MemoryStatus))
         members = {m.id: m.content for m in engine.store.get_many(ids).values() if visible.admits(m)}
     groups = {a: [p for p in report["preview"] if p["action"] == a] for a in ACTIONS} if report else {}
-    return render(request, "reflect.html", title="Reflect", report=report, groups=groups, members=members,
-                  actions=ACTIONS, chosen=params.getlist("actions") or list(ACTIONS), hours=params.get("hours", "24"))
+    return render(
+        request,
+        "reflect.html",
+        title="Reflect",
+        report=report,
+        groups=groups,
+        members=members,
+        actions=ACTIONS,
+        chosen=params.getlist("actions") or list(ACTIONS),
+        hours=params.get("hours", "24"),
+    )
 
 
 @router.post("/reflect/apply", response_class=HTMLResponse)
 def reflect_apply(request: Request, form: Form, engine: Engine, principal: Caller) -> Response:
     """Apply exactly the reviewed dry run: its actions, its window and its plan digest (else 409)."""
-    require(principal, "memory:write")
+    require(principal, WRITE)
     expected = _text(form, "expected_plan")
     if not expected:
         raise ValidationError("an apply needs the plan of a dry run; run the dry run and review it first")
-    report = reflect(engine, principal, _reflect_request(form, dry_run=False), context_of(request).settings.reflect,
-                     expected_plan=expected)
+    report = reflect(
+        engine,
+        principal,
+        _reflect_request(form, dry_run=False),
+        context_of(request).settings.reflect,
+        expected_plan=expected,
+    )
     return render(request, "reflect_done.html", title="Reflect applied", report=report)
 
 
 @router.get("/keys", response_class=HTMLResponse)
 def keys_page(request: Request, principal: Caller) -> Response:
-    require(principal, "memory:admin")
+    require(principal, ADMIN)
     return render(request, "keys.html", title="Keys", keys=context_of(request).keys.list(), issued=None)
 
 
 @router.post("/keys", response_class=HTMLResponse)
 def create_key(request: Request, form: Form, principal: Caller) -> Response:
     """Create a key and show it this once; it is stored only as a digest."""
-    require(principal, "memory:admin")
+    require(principal, ADMIN)
     keys = context_of(request).keys
-    scopes = tuple(s for s in ("memory:read", "memory:write", "memory:admin") if s in form.getlist("scopes"))
+    scopes = tuple(s for s in SCOPES if s in form.getlist("scopes"))
     teams = tuple(t.strip() for t in _text(form, "teams").split(",") if t.strip())
     issued = keys.create(_text(form, "owner"), agent_id=_text(form, "agent"), team_ids=teams, scopes=scopes)
     return render(request, "keys.html", title="Keys", keys=keys.list(), issued=issued)
@@ -254,7 +334,7 @@ def create_key(request: Request, form: Form, principal: Caller) -> Response:
 
 @router.post("/keys/{key_id}/revoke")
 def revoke_key(key_id: str, request: Request, form: Form, principal: Caller) -> Response:
-    require(principal, "memory:admin")
+    require(principal, ADMIN)
     context_of(request).keys.revoke(key_id)
     return RedirectResponse("/ui/keys", status_code=303)
 
@@ -262,7 +342,7 @@ def revoke_key(key_id: str, request: Request, form: Form, principal: Caller) -> 
 @router.get("/status", response_class=HTMLResponse)
 def status_page(request: Request, engine: Engine, principal: Caller) -> Response:
     """Counts by type and status, index health, request rates and latencies, the newest evaluation report."""
-    require(principal, "memory:read")
+    require(principal, READ)
     visible = ReadFilters(owner_id=principal.owner_id, team_ids=principal.team_ids, statuses=tuple(MemoryStatus))
     tally = engine.store.tally(visible)
     requests: dict[str, dict[str, float]] = {}
@@ -282,16 +362,27 @@ def status_page(request: Request, engine: Engine, principal: Caller) -> Response
             report = read_report(name, directory)
         except ValueError as error:
             report_error = str(error)
-    return render(request, "status.html", title="Status", tally=sorted(tally.items()),
-                  total=sum(tally.values()), index_points=engine.index.count(), stored=engine.store.count(),
-                  indexed=engine.store.count_indexed(), backend=engine.index.backend, requests=sorted(requests.items()),
-                  report=report, report_error=report_error, reports_dir=reports_dir)
+    return render(
+        request,
+        "status.html",
+        title="Status",
+        tally=sorted(tally.items()),
+        total=sum(tally.values()),
+        index_points=engine.index.count(),
+        stored=engine.store.count(),
+        indexed=engine.store.count_indexed(),
+        backend=engine.index.backend,
+        requests=sorted(requests.items()),
+        report=report,
+        report_error=report_error,
+        reports_dir=reports_dir,
+    )
 
 
 @router.get("/status/eval-chart.png")
 def eval_chart(request: Request, principal: Caller, report: str = "") -> Response:
     """The chart of a report the status page found (by its directory's name); nothing else is served."""
-    require(principal, "memory:read")
+    require(principal, READ)
     directory = find_reports(context_of(request).settings.reports_dir()).get(report)
     if directory is None or not (directory / CHART).is_file():
         raise NotFoundError("no evaluation chart by that name")

@@ -12,6 +12,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.datastructures import FormData
 
 from retrieval import PermissionDeniedError, Principal
+from retrieval.domain import ADMIN, READ
 
 from .sessions import Session
 
@@ -23,12 +24,12 @@ templates = Jinja2Templates(directory=str(HERE / "templates"))
 
 # The pages of the navigation, each with the scope that makes it worth offering.
 NAVIGATION = (
-    ("/ui/", "Memories", "memory:read"),
-    ("/ui/audit", "Audit log", "memory:read"),
-    ("/ui/recall", "Recall", "memory:read"),
-    ("/ui/reflect", "Reflect", "memory:read"),
-    ("/ui/keys", "Keys", "memory:admin"),
-    ("/ui/status", "Status", "memory:read"),
+    ("/ui/", "Memories", READ),
+    ("/ui/audit", "Audit log", READ),
+    ("/ui/recall", "Recall", READ),
+    ("/ui/reflect", "Reflect", READ),
+    ("/ui/keys", "Keys", ADMIN),
+    ("/ui/status", "Status", READ),
 )
 
 
@@ -50,23 +51,36 @@ def render(request: Request, template: str, status: int = 200, **context: Any) -
         "here": request.url.path,
         **context,
     }
-    return templates.TemplateResponse(request, template, page, status_code=status,
-                                      headers={"Cache-Control": "no-store"})
+    return templates.TemplateResponse(
+        request, template, page, status_code=status, headers={"Cache-Control": "no-store"}
+    )
 
 
 # Where an error page leads back to: the page the failed request came from, else the memories.
-BACK_LINKS = (("/ui/reflect", "/ui/reflect", "Back to reflect"), ("/ui/recall", "/ui/recall", "Back to recall"),
-              ("/ui/keys", "/ui/keys", "Back to keys"), ("/ui/audit", "/ui/audit", "Back to the audit log"))
+BACK_LINKS = (
+    ("/ui/reflect", "/ui/reflect", "Back to reflect"),
+    ("/ui/recall", "/ui/recall", "Back to recall"),
+    ("/ui/keys", "/ui/keys", "Back to keys"),
+    ("/ui/audit", "/ui/audit", "Back to the audit log"),
+)
 
 
 def render_error_page(request: Request, status: int, message: str) -> HTMLResponse:
-    titles = {401: "Signed out", 403: "Not allowed", 404: "Not found", 409: "Changed meanwhile",
-              422: "Not valid", 503: "Unavailable"}
+    titles = {
+        401: "Signed out",
+        403: "Not allowed",
+        404: "Not found",
+        409: "Changed meanwhile",
+        422: "Not valid",
+        503: "Unavailable",
+    }
     path = request.url.path
-    back = next(((url, label) for prefix, url, label in BACK_LINKS if path.startswith(prefix)),
-                ("/ui/", "Back to memories"))
-    return render(request, "error.html", status, title=titles.get(status, "Error"), message=message, code=status,
-                  back=back)
+    back = next(
+        ((url, label) for prefix, url, label in BACK_LINKS if path.startswith(prefix)), ("/ui/", "Back to memories")
+    )
+    return render(
+        request, "error.html", status, title=titles.get(status, "Error"), message=message, code=status, back=back
+    )
 
 
 async def checked_form(request: Request) -> FormData:

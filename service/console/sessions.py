@@ -11,14 +11,13 @@ from __future__ import annotations
 import hashlib
 import secrets
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from sqlalchemy import Column, Engine, Float, Index, MetaData, String, Table, delete, select, update
-from sqlalchemy.exc import SQLAlchemyError
 
-from retrieval import StoreError
+from retrieval.storage import map_sql_faults
 
 __all__ = ["COOKIE", "IDLE_SECONDS", "TOUCH_SECONDS", "Session", "SessionStore", "console_sessions"]
 
@@ -55,31 +54,32 @@ def _digest(sid: str) -> str:
     return hashlib.sha256(sid.encode("utf-8")).hexdigest()
 
 
-@contextmanager
-def _store_faults() -> Iterator[None]:
-    try:
-        yield
-    except SQLAlchemyError as error:
-        raise StoreError("the console's session store is unavailable") from error
+def _store_faults() -> AbstractContextManager[None]:
+    return map_sql_faults("the console's session store is unavailable")
 
 
 class SessionStore:
-    """Sessions in the `console_sessions` table of `engine` (made here if missing); `clock` is wall time."""
+    """Sessions in the `console_sessions` table of `engine` (the key store's, which its migration
+    k002_console_sessions made: service/keys.py); `clock` is wall time."""
 
     def __init__(self, engine: Engine, clock: Callable[[], float] = time.time) -> None:
         self.engine = engine
         self.clock = clock
-        with _store_faults():
-            _metadata.create_all(engine)
 
     def open(self, key_id: str) -> Session:
         """A new session for a key that has just been checked; its id goes into the cookie only."""
         now = self.clock()
         session = Session(secrets.token_urlsafe(32), key_id, secrets.token_urlsafe(32), now)
         with _store_faults(), self.engine.begin() as connection:
-            connection.execute(console_sessions.insert().values(
-                sid_digest=_digest(session.sid), key_id=key_id, csrf=session.csrf, created_at=now, last_seen=now,
-            ))
+            connection.execute(
+                console_sessions.insert().values(
+                    sid_digest=_digest(session.sid),
+                    key_id=key_id,
+                    csrf=session.csrf,
+                    created_at=now,
+                    last_seen=now,
+                )
+            )
         return session
 
     def get(self, sid: str | None) -> Session | None:
@@ -90,7 +90,9 @@ class SessionStore:
         digest = _digest(sid)
         with _store_faults():
             with self.engine.connect() as connection:
-                row = connection.execute(select(console_sessions).where(console_sessions.c.sid_digest == digest)).first()
+                row = connection.execute(
+                    select(console_sessions).where(console_sessions.c.sid_digest == digest)
+                ).first()
             if row is None:
                 return None
             if now - row.last_seen > IDLE_SECONDS:
@@ -98,8 +100,9 @@ class SessionStore:
                 return None
             if now - row.last_seen >= TOUCH_SECONDS:
                 with self.engine.begin() as connection:
-                    connection.execute(update(console_sessions).where(console_sessions.c.sid_digest == digest)
-                                       .values(last_seen=now))
+                    connection.execute(
+                        update(console_sessions).where(console_sessions.c.sid_digest == digest).values(last_seen=now)
+                    )
         return Session(sid, row.key_id, row.csrf, now)
 
     def close(self, sid: str) -> None:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Path, Query
 
-from retrieval import MemoryEngine, MemoryStatus, Principal, get_memory
-from retrieval.manage import (
+from retrieval import MemoryStatus, get_memory
+from retrieval.domain import MAX_LIST_PAGE
+from retrieval.usecases import (
     CURSOR_PATTERN,
-    MAX_PAGE,
     ListQuery,
     edit_memory,
     forget_memory,
@@ -21,42 +21,67 @@ from retrieval.manage import (
 )
 
 from ..schemas import NON_BLANK_LABEL, Label, Timestamp, iso
-from .context import engine_of, principal_of
+from .deps import Caller, Engine
 from .models import BatchBody, BatchOut, EditBody, ForgetOut, HistoryOut, MemoryOut, MemoryPageOut, StatusOut, WriteOut
 
 __all__ = ["router"]
 
 router = APIRouter(prefix="/api/v1", tags=["memories"])
 
-Engine = Annotated[MemoryEngine, Depends(engine_of)]
-Caller = Annotated[Principal, Depends(principal_of)]
 MemoryId = Annotated[str, Path(max_length=64)]
 ExpectedVersion = Annotated[int | None, Query(ge=1, description="409 if the memory is at another version")]
 
 
 @router.get("/memories", response_model=MemoryPageOut)
 def list_route(
-    engine: Engine, principal: Caller,
+    engine: Engine,
+    principal: Caller,
     path_prefix: Label | None = None,
     memory_type: Literal["episodic", "semantic", "procedural", "identity", "working"] | None = None,
     status: Literal["active", "archived", "expired", "superseded"] | None = None,
-    bucket: Label | None = None, team_id: Label | None = None, scope: Label | None = None,
-    metadata: Annotated[str | None, Query(max_length=512, pattern=r"^[A-Za-z0-9_.:-]{1,128}=",
-                                          description="key=value: the metadata field equals this text")] = None,
+    bucket: Label | None = None,
+    team_id: Label | None = None,
+    scope: Label | None = None,
+    metadata: Annotated[
+        str | None,
+        Query(
+            max_length=512,
+            pattern=r"^[A-Za-z0-9_.:-]{1,128}=",
+            description="key=value: the metadata field equals this text",
+        ),
+    ] = None,
     text: Annotated[str | None, Query(max_length=512, description="content contains this")] = None,
     time_field: Literal["created_at", "updated_at", "occurred_at"] = "created_at",
-    since: Timestamp | None = None, until: Timestamp | None = None,
-    owner_id: Annotated[str | None, Query(max_length=512, pattern=NON_BLANK_LABEL,
-                                          description="another owner's memories (memory:admin)")] = None,
+    since: Timestamp | None = None,
+    until: Timestamp | None = None,
+    owner_id: Annotated[
+        str | None,
+        Query(max_length=512, pattern=NON_BLANK_LABEL, description="another owner's memories (memory:admin)"),
+    ] = None,
     cursor: Annotated[str | None, Query(pattern=CURSOR_PATTERN, description="next_cursor of the previous page")] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIST_PAGE)] = 50,
 ) -> MemoryPageOut:
     """Memories you may see, newest created first, any status unless `status` is given."""
-    page = list_memories(engine, principal, ListQuery(
-        path_prefix=path_prefix, memory_type=memory_type, status=status, bucket=bucket, team_id=team_id,
-        scope=scope, metadata=metadata, text=text, time_field=time_field, since=iso(since), until=iso(until),
-        owner_id=owner_id, cursor=cursor, limit=limit,
-    ))
+    page = list_memories(
+        engine,
+        principal,
+        ListQuery(
+            path_prefix=path_prefix,
+            memory_type=memory_type,
+            status=status,
+            bucket=bucket,
+            team_id=team_id,
+            scope=scope,
+            metadata=metadata,
+            text=text,
+            time_field=time_field,
+            since=iso(since),
+            until=iso(until),
+            owner_id=owner_id,
+            cursor=cursor,
+            limit=limit,
+        ),
+    )
     return MemoryPageOut(memories=[MemoryOut.of(m) for m in page.memories], next_cursor=page.next_cursor)
 
 
@@ -85,8 +110,9 @@ def edit_route(memory_id: MemoryId, body: EditBody, engine: Engine, principal: C
 
 
 @router.post("/memories/{memory_id}/restore", response_model=StatusOut)
-def restore_route(memory_id: MemoryId, engine: Engine, principal: Caller,
-                  expected_version: ExpectedVersion = None) -> StatusOut:
+def restore_route(
+    memory_id: MemoryId, engine: Engine, principal: Caller, expected_version: ExpectedVersion = None
+) -> StatusOut:
     """An archived or expired memory becomes active again."""
     memory = set_status(engine, principal, memory_id, MemoryStatus.ACTIVE, expected_version)
     return StatusOut(id=memory.id, status=memory.status.value, version=memory.version)
@@ -94,7 +120,10 @@ def restore_route(memory_id: MemoryId, engine: Engine, principal: Caller,
 
 @router.delete("/memories/{memory_id}", response_model=StatusOut | ForgetOut)
 def delete_route(
-    memory_id: MemoryId, engine: Engine, principal: Caller, expected_version: ExpectedVersion = None,
+    memory_id: MemoryId,
+    engine: Engine,
+    principal: Caller,
+    expected_version: ExpectedVersion = None,
     hard: Annotated[bool, Query(description="forget: remove the content from every store")] = False,
 ) -> StatusOut | ForgetOut:
     """Archive (soft, audited), or with `hard=true` forget: gone from every store, a tombstone audited."""
@@ -108,7 +137,8 @@ def delete_route(
 @router.delete("/owners/{owner_id}/memories", response_model=ForgetOut)
 def forget_owner_route(
     owner_id: Annotated[str, Path(min_length=1, max_length=512, pattern=NON_BLANK_LABEL)],
-    engine: Engine, principal: Caller,
+    engine: Engine,
+    principal: Caller,
 ) -> ForgetOut:
     """Forget every memory an owner wrote ("forget me"), by a memory:admin key."""
     forgotten = forget_owner(engine, principal, owner_id)

@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
-
-from typing import Annotated
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from compactor.report import PLAN_DIGEST_PATTERN
 from retrieval import Memory, WriteResult
-from retrieval.audit_log import AuditRecord
-from retrieval.manage import BATCH_LIMIT, History, Version
+from retrieval.domain import BATCH_LIMIT
+from retrieval.storage import AuditRecord
+from retrieval.usecases import History, Version
 
 from ..schemas import Content, Label, NewMemoryFields, NonBlankLabel, ReflectBody, Timestamp
 
 __all__ = [
-    "BatchBody", "BatchOut", "EditBody", "ForgetOut", "HistoryOut", "LinkOut", "MemoryOut",
-    "MemoryPageOut", "ReflectPlanBody", "StatusOut", "WriteOut",
+    "BatchBody",
+    "BatchOut",
+    "EditBody",
+    "ForgetOut",
+    "HistoryOut",
+    "LinkOut",
+    "MemoryOut",
+    "MemoryPageOut",
+    "ReflectPlanBody",
+    "StatusOut",
+    "WriteOut",
 ]
+
 
 def _whole(value: Any) -> Any:
     """JSON Schema's integer includes 8.0: take a whole float as its int, and nothing else lax (no text, no bool)."""
@@ -33,7 +42,7 @@ StatusName = Literal["active", "archived", "expired", "superseded"]
 
 
 class MemoryOut(BaseModel):
-    """A memory record (contract section 2)."""
+    """A memory record (the XMemo contract)."""
 
     id: str
     owner_id: str
@@ -84,8 +93,13 @@ class LinkOut(BaseModel):
 
     @classmethod
     def of(cls, memory: Memory) -> LinkOut:
-        return cls(id=memory.id, type=memory.type.value, path=memory.path, status=memory.status.value,
-                   created_at=memory.created_at)
+        return cls(
+            id=memory.id,
+            type=memory.type.value,
+            path=memory.path,
+            status=memory.status.value,
+            created_at=memory.created_at,
+        )
 
 
 class HistoryOut(BaseModel):
@@ -100,7 +114,8 @@ class HistoryOut(BaseModel):
     @classmethod
     def of(cls, history: History) -> HistoryOut:
         return cls(
-            memory=MemoryOut.of(history.memory), versions=history.versions,
+            memory=MemoryOut.of(history.memory),
+            versions=history.versions,
             derived_from=[LinkOut.of(m) for m in history.derived_from],
             derived_into=[LinkOut.of(m) for m in history.derived_into],
             supersedes=[LinkOut.of(m) for m in history.supersedes],
@@ -137,10 +152,11 @@ class EditBody(_Strict):
 
 
 class ReflectPlanBody(ReflectBody):
-    """reflect's parameters (contract section 5) and, our addition, the plan a dry run showed."""
+    """reflect's parameters (the XMemo contract) and, our addition, the plan a dry run showed."""
 
     expected_plan: str | None = Field(
-        default=None, pattern=PLAN_DIGEST_PATTERN,
+        default=None,
+        pattern=PLAN_DIGEST_PATTERN,
         description="a dry run's plan_digest: plan again and apply only if the plan is still this one, else 409",
     )
 

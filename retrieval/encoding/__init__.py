@@ -1,0 +1,36 @@
+"""Turning text into vectors: the `Embedder` port, the batching base, the ONNX and torch encoders, the
+embedding cache, the factory that picks an encoder, and the BM25 sparse encoder."""
+
+from .base import Embedder, completed, declared_dimension, model_label
+from .batching import BatchingEmbedder, InferenceBatcher
+from .cache import CachedEmbedder, EmbeddingCache
+from .factory import open_embedder
+from .onnx_encoder import MAX_PADDING, OnnxEmbedder, exportable, exported_model, length_groups
+from .sparse import BM25_AVG_LEN, BM25_B, BM25_K1, SparseEncoder, SparseVector, identifier_terms
+from .torch_encoder import SentenceTransformerEmbedder, load_sentence_transformer, mean_pooled
+
+__all__ = [
+    "BM25_AVG_LEN",
+    "BM25_B",
+    "BM25_K1",
+    "MAX_PADDING",
+    "BatchingEmbedder",
+    "CachedEmbedder",
+    "Embedder",
+    "EmbeddingCache",
+    "InferenceBatcher",
+    "OnnxEmbedder",
+    "SentenceTransformerEmbedder",
+    "SparseEncoder",
+    "SparseVector",
+    "completed",
+    "declared_dimension",
+    "exportable",
+    "exported_model",
+    "identifier_terms",
+    "length_groups",
+    "load_sentence_transformer",
+    "mean_pooled",
+    "model_label",
+    "open_embedder",
+]

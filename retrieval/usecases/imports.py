@@ -1,0 +1,189 @@
+"""Bulk import: JSON lines (plain memories, or exported records with their ids and owners) into the store."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import fields, replace
+from typing import Any
+
+from ..domain import (
+    SESSION_CONTEXT_TURNS,
+    WRITE,
+    Memory,
+    MemoryStatus,
+    Principal,
+    ValidationError,
+    check_key,
+    format_time,
+    optional_time,
+    require,
+    session_context,
+)
+from ..engine import MemoryEngine
+from ..storage import content_id, line_owner
+from .writes import RememberRequest, auto_type, new_memory, remember
+
+__all__ = ["IMPORT_FIELDS", "OPTIMIZE_AFTER_IMPORTED", "import_records", "record_from_line"]
+
+
+# What an import line may carry: the record's own fields as export writes them (Memory.to_dict), and
+# `memory_type`, the name remember's request gives the type.
+IMPORT_FIELDS = {f.name for f in fields(Memory)} - {"content_sha256"} | {"memory_type"}
+
+
+def record_from_line(principal: Principal | None, line: dict[str, Any], now: str) -> Memory:
+    """One import line (a plain memory, or an exported record with its id, owner, status and times).
+
+    With `principal` None the line's own owner_id is restored; otherwise a line of another owner is
+    refused (storage/backup.py). A line without an id gets one from its content, so a re-import adds nothing.
+    """
+    unknown = set(line) - IMPORT_FIELDS
+    if unknown:
+        raise ValidationError(f"unknown fields: {', '.join(sorted(unknown))}")
+    request = RememberRequest(
+        content=line.get("content"),  # type: ignore[arg-type]
+        path=line.get("path") or "imported",
+        memory_type=line.get("type") or line.get("memory_type"),
+        bucket=line.get("bucket") or "personal",
+        scope=line.get("scope") or "",
+        team_id=line.get("team_id"),
+        source=line.get("source") or "import",
+        importance=line.get("importance", 0.5),
+        confidence=line.get("confidence", 0.5),
+        expires_at=line.get("expires_at"),
+        semantic_key=line.get("semantic_key"),
+        metadata=line.get("metadata") or {},
+        session_id=line.get("session_id"),
+        occurred_at=line.get("occurred_at"),
+    )
+    memory = new_memory(_line_principal(principal, line), request, now, auto_type(request))
+    restored: dict[str, Any] = {"id": content_id(memory, optional_time(line.get("occurred_at"), "occurred_at"))}
+    if line.get("id"):
+        try:
+            restored["id"] = str(uuid.UUID(str(line["id"])))
+        except ValueError as error:
+            raise ValidationError(f"id must be a UUID, got {line['id']!r}") from error
+    for name in ("created_at", "updated_at", "last_accessed_at"):
+        if line.get(name):
+            restored[name] = optional_time(line[name], name)
+    if line.get("status"):
+        try:
+            restored["status"] = MemoryStatus(line["status"])
+        except ValueError as error:
+            raise ValidationError(f"unknown status {line['status']!r}") from error
+    for name in ("version", "access_count"):
+        if name in line:
+            if isinstance(line[name], bool) or not isinstance(line[name], int) or line[name] < 0:
+                raise ValidationError(f"{name} must be a non-negative integer")
+            restored[name] = line[name] if name == "access_count" else max(1, line[name])
+    if line.get("state_key"):
+        restored["state_key"] = check_key(line["state_key"], "state_key")
+    if line.get("event_type"):
+        restored["event_type"] = check_key(line["event_type"], "event_type")
+    if line.get("derived_from"):
+        restored["derived_from"] = tuple(str(i) for i in line["derived_from"])
+    if line.get("context"):
+        if not isinstance(line["context"], str):
+            raise ValidationError("context must be a string")
+        restored["context"] = line["context"]
+    return replace(memory, **restored)
+
+
+def _line_principal(principal: Principal | None, line: dict[str, Any]) -> Principal:
+    owner = line_owner(principal.owner_id if principal is not None else None, line)
+    return principal if principal is not None else Principal.local(owner)
+
+
+OPTIMIZE_AFTER_IMPORTED = 1000  # below this, the plain segments search about as fast
+
+
+def import_records(
+    engine: MemoryEngine,
+    principal: Principal | None,
+    lines: Iterable[dict[str, Any]],
+    *,
+    batch_size: int = 256,
+    progress: Callable[[int], None] | None = None,
+) -> dict[str, int]:
+    """Bulk remember: validate, embed a batch, commit it to SQL, index it. Ids already present are skipped.
+
+    `principal` None restores every line's own owner (a backup); see `record_from_line`.
+
+    A line with a semantic_key takes the remember path (no-op, supersede) one by one. Returns counts.
+    """
+    if principal is not None:
+        require(principal, WRITE)
+    counts = {"imported": 0, "skipped": 0, "keyed": 0}
+    batch: list[Memory] = []
+    tails: dict[tuple[str, str], list[str]] = {}  # (owner, session) -> contents written so far
+
+    def with_context(memory: Memory) -> Memory:
+        if memory.session_id is None:
+            return memory
+        key = (memory.owner_id, memory.session_id)
+        if key not in tails:
+            tails[key] = engine.store.session_tail(memory.owner_id, memory.session_id, SESSION_CONTEXT_TURNS)
+        turns = tails[key]
+        if memory.context is None:
+            memory = replace(memory, context=session_context(turns))
+        turns.append(memory.content)
+        del turns[:-SESSION_CONTEXT_TURNS]
+        return memory
+
+    def flush(pending: Sequence[Memory]) -> None:
+        if not pending:
+            return
+        existing = engine.store.get_many([m.id for m in pending])
+        seen = set(existing)
+        fresh = []
+        for memory in pending:  # a line repeated in the file is written once, as its first copy
+            if memory.id not in seen:
+                fresh.append(memory)
+                seen.add(memory.id)
+        counts["skipped"] += len(pending) - len(fresh)
+        if fresh:
+            vectors = engine.vectors_for(fresh)
+            with engine.writing() as work:
+                work.insert(fresh, vectors)
+            counts["imported"] += len(fresh)
+        if progress:
+            progress(len(pending))
+
+    now = format_time(engine.clock())
+    for line in lines:
+        memory = record_from_line(principal, line, now)
+        if memory.semantic_key is not None and memory.status == MemoryStatus.ACTIVE and not line.get("id"):
+            remember(engine, principal or Principal.local(memory.owner_id), _request_of(memory))
+            counts["keyed"] += 1
+            if progress:
+                progress(1)
+            continue
+        batch.append(with_context(memory))
+        if len(batch) >= batch_size:
+            flush(batch)
+            batch = []
+    flush(batch)
+    engine.index.flush()
+    if counts["imported"] >= OPTIMIZE_AFTER_IMPORTED:
+        engine.index.optimize()
+    return counts
+
+
+def _request_of(memory: Memory) -> RememberRequest:
+    return RememberRequest(
+        content=memory.content,
+        path=memory.path,
+        memory_type=memory.type.value,
+        bucket=memory.bucket,
+        scope=memory.scope,
+        team_id=memory.team_id,
+        source=memory.source,
+        importance=memory.importance,
+        confidence=memory.confidence,
+        expires_at=memory.expires_at,
+        semantic_key=memory.semantic_key,
+        metadata=memory.metadata,
+        session_id=memory.session_id,
+        occurred_at=memory.occurred_at,
+    )

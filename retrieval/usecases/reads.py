@@ -1,0 +1,280 @@
+"""Read use cases: recall_context (the bounded pack), search_memory, recall, get and project context."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..domain import (
+    DEFAULT_PACK_ITEMS,
+    DEFAULT_PACK_TOKENS,
+    DEFAULT_RECALL_LIMIT,
+    DEFAULT_SEARCH_LIMIT,
+    MAX_LABEL_CHARS,
+    MAX_PACK_ITEMS,
+    MAX_PACK_TOKENS,
+    MAX_RECALL_LIMIT,
+    MAX_SEARCH_LIMIT,
+    READ,
+    Memory,
+    MemoryType,
+    Principal,
+    ValidationError,
+    check_field,
+    check_query,
+    check_range,
+    require,
+)
+from ..engine import MemoryEngine
+from ..ranking import Collapsed, PackCandidate, collapse_restatements, pack_context
+from .results import (
+    Budget,
+    ContextPack,
+    Dropped,
+    DurableMemory,
+    PackItem,
+    ProjectContext,
+    ProjectScope,
+    RecallResults,
+    RecentMemory,
+    SearchResult,
+    SearchResults,
+)
+from .retrieve import CANDIDATE_DEPTH, PACK_WINDOW, Hydrated, hybrid_retrieve, hydrate, read_filters
+from .writes import visible_memory
+
+__all__ = [
+    "MAX_PROJECT_ID",
+    "PACK_VERSION",
+    "PROJECT_SCOPE_PREFIX",
+    "get_memory",
+    "project_context",
+    "recall",
+    "recall_context",
+    "search_memory",
+]
+
+PACK_VERSION = "1"
+PROJECT_SCOPE_PREFIX = "tenant:project:"
+MAX_PROJECT_ID = MAX_LABEL_CHARS - len(PROJECT_SCOPE_PREFIX)  # the scope it makes stays within a label
+
+
+def _date(memory: Memory) -> str:
+    return memory.occurred_at[:10]
+
+
+def _without_restatements(engine: MemoryEngine, ranked: list[Hydrated]) -> tuple[list[Hydrated], list[Collapsed]]:
+    """The ranking with restatements collapsed (ranking/restatements.py), and what collapsed."""
+    vectors = engine.index.dense_vectors([h.memory.id for h in ranked])
+    kept, collapsed = collapse_restatements([h.memory for h in ranked], vectors, len(ranked))
+    return [ranked[position] for position in kept], collapsed
+
+
+def _above_floor(ranked: list[Hydrated], floor: float) -> list[Hydrated]:
+    """The ranking without the memories scoring below `floor` times the top score."""
+    if not ranked or floor <= 0.0:
+        return ranked
+    bar = floor * ranked[0].ranked.score
+    return [h for h in ranked if h.ranked.score >= bar]
+
+
+def _left_out(window: list[Hydrated], ranked: list[Hydrated], packed: set[str], max_items: int) -> list[Dropped]:
+    """The memories read for a pack that it left out, best first, each with why.
+
+    `floor`: below the relevance floor. `budget`: among the top `max_items` above it, kept out by the
+    token budget (these are what `budget.dropped_items` counts). `item_limit`: further down, beyond
+    what `max_items` would take even with tokens to spare.
+    """
+    position = {h.memory.id: rank for rank, h in enumerate(ranked)}
+    left: list[Dropped] = []
+    for h in window:
+        rank = position.get(h.memory.id)
+        if rank is None or h.memory.id not in packed:
+            reason = "floor" if rank is None else "budget" if rank < max_items else "item_limit"
+            left.append(Dropped(h.memory.id, reason, round(h.ranked.score, 6)))
+    return left
+
+
+def recall_context(
+    engine: MemoryEngine,
+    principal: Principal,
+    query: str,
+    *,
+    max_items: int = DEFAULT_PACK_ITEMS,
+    max_tokens: int = DEFAULT_PACK_TOKENS,
+    scope: str | None = None,
+    team_id: str | None = None,
+    bucket: str | None = None,
+    path_filter: str | None = None,
+    memory_type: str | None = None,
+    relevance_floor: float | None = None,
+    query_vector: np.ndarray | None = None,
+) -> ContextPack:
+    """The bounded context pack: ranked memories packed under `max_items` and exact `max_tokens`.
+
+    `relevance_floor` overrides the settings' pack_relevance_floor (evaluation sweeps);
+    `query_vector` is the query's vector from `prepare_read`, when the caller awaited it.
+    """
+    query = check_query(query)
+    check_range(max_items, "max_items", 1, MAX_PACK_ITEMS)
+    check_range(max_tokens, "max_tokens", 1, MAX_PACK_TOKENS)
+    filters = read_filters(
+        principal, team_id=team_id, bucket=bucket, scope=scope, path_filter=path_filter, memory_type=memory_type
+    )
+    retrieval = hybrid_retrieve(
+        engine, filters, query, depth=max(CANDIDATE_DEPTH, 3 * max_items), query_vector=query_vector
+    )
+    window, collapsed = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * max_items))
+    floor = engine.settings.pack_relevance_floor if relevance_floor is None else relevance_floor
+    ranked = _above_floor(window, floor)
+    candidates = [
+        PackCandidate(h.memory.id, f"{_date(h.memory)} · {h.memory.type.value} · {h.memory.path}", h.memory.content)
+        for h in ranked
+    ]
+    pack = pack_context(candidates, max_items, max_tokens, engine.tokens)
+    engine.read_tracker.record([item.id for item in pack.items], used=[item.id for item in pack.items[:1]])
+    items = tuple(
+        PackItem(
+            id=ranked[item.rank].memory.id,
+            type=ranked[item.rank].memory.type.value,
+            path=ranked[item.rank].memory.path,
+            score=round(ranked[item.rank].ranked.score, 6),
+            tokens=item.tokens,
+            shortened=item.shortened,
+            created_at=ranked[item.rank].memory.created_at,
+            occurred_at=ranked[item.rank].memory.occurred_at,
+        )
+        for item in pack.items
+    )
+    packed = {item.id for item in pack.items}
+    plan = replace(
+        retrieval.plan,
+        relevance_floor=floor,
+        items=tuple({"id": ranked[i.rank].memory.id, **ranked[i.rank].ranked.components()} for i in pack.items),
+        collapsed=tuple(c for c in collapsed if c.into in packed),
+        dropped=tuple(_left_out(window, ranked, packed, max_items)),
+    )
+    return ContextPack(
+        PACK_VERSION, query, plan, Budget.of(pack, max_items, max_tokens), items, pack.context_text, scope or ""
+    )
+
+
+def search_memory(
+    engine: MemoryEngine,
+    principal: Principal,
+    query: str,
+    *,
+    limit: int = DEFAULT_SEARCH_LIMIT,
+    min_score: float | None = None,
+    query_vector: np.ndarray | None = None,
+    **filter_args: Any,
+) -> SearchResults:
+    """Strict search: a result needs cosine >= min_score, or every query term present (score 1);
+    `query_vector` as in recall_context."""
+    query = check_query(query)
+    check_range(limit, "limit", 1, MAX_SEARCH_LIMIT)
+    threshold = engine.settings.search_min_score if min_score is None else min_score
+    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
+        raise ValidationError("min_score must be a number from 0 to 1")
+    filters = read_filters(principal, **filter_args)
+    retrieval = hybrid_retrieve(
+        engine, filters, query, depth=max(CANDIDATE_DEPTH, 2 * limit), query_vector=query_vector
+    )
+    ranked = hydrate(engine, retrieval, len(retrieval.ranked))
+    query_terms = set(engine.sparse.query(query).indices)
+    results: list[SearchResult] = []
+    for h in ranked:
+        terms = set(engine.sparse.document(h.memory.content).indices)
+        lexical = 1.0 if query_terms and query_terms <= terms else 0.0
+        cosine = h.ranked.candidate.dense_score  # exact for every hybrid candidate (see retrieve._dense_fill)
+        strict = max(cosine if cosine is not None else -1.0, lexical)
+        if strict >= threshold:
+            results.append(SearchResult.of(h.memory, round(strict, 6), round(h.ranked.score, 6)))
+        if len(results) == limit:
+            break
+    engine.read_tracker.record([r.id for r in results], used=[r.id for r in results[:1]])
+    return SearchResults(query, threshold, tuple(results))
+
+
+def recall(
+    engine: MemoryEngine,
+    principal: Principal,
+    query: str,
+    *,
+    limit: int = DEFAULT_RECALL_LIMIT,
+    query_vector: np.ndarray | None = None,
+    **filter_args: Any,
+) -> RecallResults:
+    """The light, best-effort path: the top few memories with their content, no budget report;
+    `query_vector` as in recall_context."""
+    query = check_query(query)
+    check_range(limit, "limit", 1, MAX_RECALL_LIMIT)
+    filters = read_filters(principal, **filter_args)
+    retrieval = hybrid_retrieve(engine, filters, query, depth=CANDIDATE_DEPTH, query_vector=query_vector)
+    ranked, _ = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * limit))
+    results = tuple(SearchResult.of(h.memory, round(h.ranked.score, 6)) for h in ranked[:limit])
+    engine.read_tracker.record([r.id for r in results], used=[r.id for r in results[:1]])
+    return RecallResults(query, results)
+
+
+def get_memory(engine: MemoryEngine, principal: Principal, memory_id: str) -> Memory:
+    """One memory by id (any status) if the principal may see it; else NotFound."""
+    require(principal, READ)
+    memory = visible_memory(engine, principal, memory_id)
+    engine.read_tracker.record([], used=[memory.id])
+    return memory
+
+
+def project_context(
+    engine: MemoryEngine,
+    principal: Principal,
+    project_id: str,
+    *,
+    team_id: str | None = None,
+    max_items: int = DEFAULT_PACK_ITEMS,
+    max_tokens: int = DEFAULT_PACK_TOKENS,
+    durable_query: str | None = None,
+) -> ProjectContext:
+    """A project's scope (`tenant:project:<id>`): its newest memories and its durable (semantic) context.
+
+    Both lists share one budget: durable memories are packed first (ranked by `durable_query`, or
+    newest first without one), then the newest memories fill what remains.
+    """
+    project_id = check_field(project_id, "project_id", allow_empty=False)
+    if len(project_id) > MAX_PROJECT_ID:
+        raise ValidationError(f"project_id must be at most {MAX_PROJECT_ID} characters")
+    check_range(max_items, "max_items", 1, MAX_PACK_ITEMS)
+    check_range(max_tokens, "max_tokens", 1, MAX_PACK_TOKENS)
+    scope_key = f"{PROJECT_SCOPE_PREFIX}{project_id}"
+    filters = read_filters(principal, team_id=team_id, scope=scope_key)
+    if durable_query and durable_query.strip():
+        semantic = read_filters(principal, team_id=team_id, scope=scope_key, memory_type="semantic")
+        retrieval = hybrid_retrieve(engine, semantic, check_query(durable_query))
+        durable = [h.memory for h in hydrate(engine, retrieval, max_items)]
+    else:
+        durable = engine.store.recent(replace(filters, memory_type=MemoryType.SEMANTIC), max_items)
+    durable_ids = {m.id for m in durable}
+    recent = [m for m in engine.store.recent(filters, max_items + len(durable)) if m.id not in durable_ids]
+    ordered = durable + recent
+    pack = pack_context(
+        [PackCandidate(m.id, f"{_date(m)} · {m.type.value} · {m.path}", m.content) for m in ordered],
+        max_items,
+        max_tokens,
+        engine.tokens,
+    )
+    packed = {item.id for item in pack.items}
+    engine.read_tracker.record(packed)
+    scope = ProjectScope(
+        scope_key, project_id, principal.owner_id, principal.organization_id, principal.workspace_id, team_id or None
+    )
+    return ProjectContext(
+        project_scope=scope,
+        recent_memories=tuple(
+            RecentMemory(m.id, m.content, m.type.value, m.path, m.occurred_at) for m in recent if m.id in packed
+        ),
+        durable_context=tuple(DurableMemory(m.id, m.content, m.path) for m in durable if m.id in packed),
+        budget=Budget.of(pack, max_items, max_tokens),
+        context_text=pack.context_text,
+    )

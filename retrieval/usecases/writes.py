@@ -1,0 +1,321 @@
+"""Write use cases: remember, update_state, timeline events and archive."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from ..domain import (
+    SESSION_CONTEXT_TURNS,
+    WRITE,
+    ConflictError,
+    Memory,
+    MemoryStatus,
+    MemoryType,
+    NotFoundError,
+    Principal,
+    ReadFilters,
+    ValidationError,
+    check_content,
+    check_field,
+    check_key,
+    check_metadata,
+    check_path,
+    check_unit,
+    format_time,
+    member_team,
+    memory_type_or_auto,
+    optional_time,
+    require,
+    session_context,
+    text_sha256,
+)
+from ..engine import MemoryEngine
+from ..index import IndexFilter
+from ..storage import UnitOfWork
+
+__all__ = [
+    "KEYED_ATTEMPTS",
+    "RememberRequest",
+    "WriteResult",
+    "add_event",
+    "archive_memory",
+    "auto_type",
+    "new_memory",
+    "remember",
+    "update_state",
+    "visible_memory",
+    "with_session_context",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class RememberRequest:
+    content: str
+    path: str
+    memory_type: str | None = None
+    bucket: str = "personal"
+    scope: str = ""
+    team_id: str | None = None
+    source: str = ""
+    importance: float = 0.5
+    confidence: float = 0.5
+    expires_at: str | None = None
+    semantic_key: str | None = None
+    dedupe: bool = False
+    metadata: dict[str, Any] = field(default_factory=dict)
+    session_id: str | None = None
+    occurred_at: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """What a write did: `outcome` is created, unchanged, superseded or merged."""
+
+    memory: Memory
+    outcome: str
+
+    @property
+    def created(self) -> bool:
+        return self.outcome in ("created", "superseded")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.memory.id,
+            "memory_id": self.memory.id,
+            "status": self.memory.status.value,
+            "version": self.memory.version,
+            "deduplicated": self.outcome in ("unchanged", "merged"),
+            "outcome": self.outcome,
+        }
+
+
+def new_memory(principal: Principal, request: RememberRequest, now: str, memory_type: MemoryType) -> Memory:
+    content = check_content(request.content)
+    return Memory(
+        id=str(uuid.uuid4()),
+        owner_id=principal.owner_id,
+        team_id=member_team(principal, request.team_id, "write to"),
+        bucket=check_field(request.bucket or "personal", "bucket", allow_empty=False),
+        scope=check_field(request.scope or "", "scope"),
+        path=check_path(request.path),
+        type=memory_type,
+        content=content,
+        content_sha256=text_sha256(content),
+        semantic_key=check_field(request.semantic_key, "semantic_key", allow_empty=False)
+        if request.semantic_key
+        else None,
+        importance=check_unit(request.importance, "importance"),
+        confidence=check_unit(request.confidence, "confidence"),
+        source=check_field(request.source or "", "source"),
+        session_id=check_field(request.session_id, "session_id") if request.session_id else None,
+        metadata=check_metadata(request.metadata),
+        created_at=now,
+        updated_at=now,
+        occurred_at=optional_time(request.occurred_at, "occurred_at") or now,
+        expires_at=optional_time(request.expires_at, "expires_at"),
+    )
+
+
+def auto_type(request: RememberRequest) -> MemoryType:
+    chosen = memory_type_or_auto(request.memory_type)
+    if chosen is not None:
+        return chosen
+    return MemoryType.SEMANTIC if request.semantic_key else MemoryType.EPISODIC
+
+
+# Writers of one key take the key's lock first (UnitOfWork.lock: replicas of one PostgreSQL queue on
+# it), so they meet no conflict among themselves; a keyed write that still meets one (an edit or an
+# archive of the current version in between) starts again on what is there now.
+KEYED_ATTEMPTS = 3
+
+
+def _keyed_write(engine: MemoryEngine, write: Callable[[UnitOfWork], WriteResult]) -> WriteResult:
+    """Run `write` in a unit of work, again on a ConflictError, at most KEYED_ATTEMPTS times."""
+    for attempt in range(KEYED_ATTEMPTS):
+        try:
+            with engine.writing() as work:
+                return write(work)
+        except ConflictError:
+            if attempt == KEYED_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def remember(engine: MemoryEngine, principal: Principal, request: RememberRequest) -> WriteResult:
+    """Store a memory. Same semantic_key and content: no-op. New content: supersede. dedupe: merge."""
+    require(principal, WRITE)
+    now = format_time(engine.clock())
+    memory = new_memory(principal, request, now, auto_type(request))
+    vector = engine.vectors_for([memory])
+
+    def write(work: UnitOfWork) -> WriteResult:
+        if memory.semantic_key is not None:
+            result = _remember_keyed(work, memory, "semantic_key", memory.semantic_key, now, vector)
+            if result is not None:
+                return result
+        if request.dedupe:
+            result = _merge_near_duplicate(engine, work, memory, vector[0], now)
+            if result is not None:
+                return result
+        fresh = with_session_context(engine, memory)
+        work.insert([fresh], vector)
+        return WriteResult(fresh, "created")
+
+    return _keyed_write(engine, write)
+
+
+def with_session_context(engine: MemoryEngine, memory: Memory) -> Memory:
+    """Attach the session's preceding turns (domain/texts.py SESSION_CONTEXT_TURNS); call under the write lock."""
+    if memory.session_id is None or memory.context is not None:
+        return memory
+    turns = engine.store.session_tail(memory.owner_id, memory.session_id, SESSION_CONTEXT_TURNS)
+    return replace(memory, context=session_context(turns))
+
+
+def _remember_keyed(
+    work: UnitOfWork, memory: Memory, column: str, key: str, now: str, vector: np.ndarray | None = None
+) -> WriteResult | None:
+    """The keyed upsert: unchanged when the content is the same, else a new version supersedes."""
+    work.lock(json.dumps([column, memory.owner_id, memory.team_id, memory.bucket, memory.scope, key]))
+    current = work.find_active_by_key(column, memory, key)
+    if current is None:
+        return None
+    if current.content_sha256 == memory.content_sha256:
+        return WriteResult(current, "unchanged")
+    work.set_status(current, MemoryStatus.SUPERSEDED, now)
+    successor = replace(memory, version=current.version + 1, metadata={**memory.metadata, "supersedes": current.id})
+    work.insert([successor], vector)
+    return WriteResult(successor, "superseded")
+
+
+def _merge_near_duplicate(
+    engine: MemoryEngine, work: UnitOfWork, memory: Memory, vector: np.ndarray, now: str
+) -> WriteResult | None:
+    """Merge into the most similar active memory of the same space when cosine >= dedupe_similarity."""
+    filters = ReadFilters(
+        owner_id=memory.owner_id,
+        team_ids=(memory.team_id,) if memory.team_id else (),
+        team_id=memory.team_id,
+        bucket=memory.bucket,
+        scope=memory.scope,
+    )
+    hits, _ = engine.index.search(vector, None, IndexFilter.from_read_filters(filters), 1, 0)
+    if not hits or hits[0].score < engine.settings.dedupe_similarity:
+        return None
+    existing = work.get(hits[0].id)
+    if existing is None or not filters.admits(existing):
+        return None
+    merged = replace(
+        existing,
+        importance=max(existing.importance, memory.importance),
+        confidence=max(existing.confidence, memory.confidence),
+        metadata={**existing.metadata, **memory.metadata},
+        updated_at=now,
+        version=existing.version + 1,
+    )
+    work.replace(merged, existing.version)
+    return WriteResult(merged, "merged")
+
+
+def update_state(
+    engine: MemoryEngine,
+    principal: Principal,
+    *,
+    state_key: str,
+    content: str,
+    bucket: str = "personal",
+    scope: str = "",
+    source: str = "",
+    metadata: dict[str, Any] | None = None,
+) -> WriteResult:
+    """A versioned slot: one active `working` memory per owner, bucket, scope and state_key."""
+    require(principal, WRITE)
+    check_key(state_key, "state_key")
+    request = RememberRequest(
+        content=content,
+        path=f"state/{state_key}",
+        memory_type=MemoryType.WORKING.value,
+        bucket=bucket,
+        scope=scope,
+        source=source,
+        metadata=metadata or {},
+    )
+    now = format_time(engine.clock())
+    memory = replace(new_memory(principal, request, now, MemoryType.WORKING), state_key=state_key)
+
+    def write(work: UnitOfWork) -> WriteResult:
+        result = _remember_keyed(work, memory, "state_key", state_key, now)
+        if result is not None:
+            return result
+        work.insert([memory])
+        return WriteResult(memory, "created")
+
+    return _keyed_write(engine, write)
+
+
+def add_event(
+    engine: MemoryEngine,
+    principal: Principal,
+    *,
+    content: str,
+    event_type: str,
+    occurred_at: str,
+    session_id: str | None = None,
+    bucket: str = "personal",
+    scope: str = "",
+    source: str = "",
+    metadata: dict[str, Any] | None = None,
+) -> WriteResult:
+    """Append an episodic timeline event; never deduplicated."""
+    require(principal, WRITE)
+    check_key(event_type, "event_type")
+    if not occurred_at:
+        raise ValidationError("occurred_at is required (ISO 8601 with a zone)")
+    request = RememberRequest(
+        content=content,
+        path=f"timeline/{event_type}",
+        bucket=bucket,
+        scope=scope,
+        source=source,
+        metadata=metadata or {},
+        session_id=session_id,
+        occurred_at=occurred_at,
+    )
+    now = format_time(engine.clock())
+    memory = replace(new_memory(principal, request, now, MemoryType.EPISODIC), event_type=event_type)
+    with engine.writing() as work:
+        memory = with_session_context(engine, memory)
+        work.insert([memory])
+    return WriteResult(memory, "created")
+
+
+def visible_memory(engine: MemoryEngine, principal: Principal, memory_id: str) -> Memory:
+    """The memory if this principal may see it (any status), else NotFound, never saying which."""
+    memory = engine.store.get(memory_id)
+    filters = ReadFilters(owner_id=principal.owner_id, team_ids=principal.team_ids, statuses=tuple(MemoryStatus))
+    if memory is None or not filters.admits(memory):
+        raise NotFoundError(f"no memory {memory_id}")
+    return memory
+
+
+def archive_memory(
+    engine: MemoryEngine, principal: Principal, memory_id: str, expected_version: int | None = None
+) -> Memory:
+    """Soft-delete one memory: status archived, kept and readable by id.
+
+    With `expected_version`, a memory that is at another version is a conflict (nothing changes).
+    """
+    require(principal, WRITE)
+    with engine.writing() as work:
+        memory = visible_memory(engine, principal, memory_id)
+        if expected_version is not None and memory.version != expected_version:
+            raise ConflictError(f"memory {memory_id} is at version {memory.version}, not {expected_version}")
+        if memory.status == MemoryStatus.ARCHIVED:
+            return memory
+        return work.set_status(memory, MemoryStatus.ARCHIVED, format_time(engine.clock()))

@@ -1,0 +1,97 @@
+"""What every `xmemo` command shares: settings from the global options, opening the stores, JSON output,
+and turning domain errors into clean messages and the contract's exit codes (retrieval/domain/errors.py)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from retrieval import MemoryEngine, RetrievalSettings, StoreError, ValidationError, XMemoError
+from retrieval.storage import secure_data_dir
+
+__all__ = [
+    "EXIT_STORE",
+    "EXIT_USER",
+    "XmemoGroup",
+    "count_lines",
+    "emit",
+    "fail",
+    "open_engine",
+    "open_private",
+    "read_jsonl",
+    "settings_of",
+]
+
+EXIT_USER, EXIT_STORE = ValidationError.exit_code, StoreError.exit_code
+
+
+def fail(message: str, code: int) -> NoReturn:
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+class XmemoGroup(click.Group):
+    """Turns domain errors into clean messages and the contract's exit codes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except XMemoError as error:
+            fail(error.message, error.exit_code)
+
+
+def settings_of(ctx: click.Context) -> RetrievalSettings:
+    """The retrieval settings of the global options (--data-dir, --qdrant-url, --database-url) and the env."""
+    options = ctx.find_root().params
+    overrides: dict[str, Any] = {}
+    if options.get("data_dir"):
+        overrides["data_dir"] = Path(options["data_dir"])
+    if options.get("qdrant_url"):
+        overrides["qdrant_url"] = options["qdrant_url"]
+    if options.get("database_url"):
+        overrides["database_url"] = options["database_url"]
+    try:
+        return RetrievalSettings(**overrides)
+    except ValueError as error:  # pydantic's ValidationError: a malformed option or variable
+        raise ValidationError(f"invalid settings: {error}") from error
+
+
+def open_engine(ctx: click.Context, **kwargs: Any) -> MemoryEngine:
+    return open_private(settings_of(ctx), **kwargs)
+
+
+def open_private(settings: RetrievalSettings, **kwargs: Any) -> MemoryEngine:
+    """Open the stores of a data dir, made private first (what the CLI creates is, see `cli`)."""
+    secure_data_dir(settings.data_dir)
+    return MemoryEngine(settings, **kwargs)
+
+
+def emit(document: Any) -> None:
+    """One JSON document on stdout; a typed result is written as its `to_dict`."""
+    if hasattr(document, "to_dict"):
+        document = document.to_dict()
+    click.echo(json.dumps(document, ensure_ascii=False, indent=2))
+
+
+def read_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                document = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise ValidationError(f"{path}:{number}: not JSON: {error.msg}") from error
+            if not isinstance(document, dict):
+                raise ValidationError(f"{path}:{number}: each line must be a JSON object")
+            yield document
+
+
+def count_lines(path: Path) -> int:
+    with path.open("rb") as handle:
+        return sum(1 for line in handle if line.strip())

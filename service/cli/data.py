@@ -1,0 +1,248 @@
+"""The data commands: remember, import, export, recall-context, search, reflect and reindex, on the
+data dir's stores as the operator (`Principal.local`)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import click
+from tqdm import tqdm
+
+from retrieval import (
+    Principal,
+    RememberRequest,
+    StoreError,
+    ValidationError,
+    import_records,
+    recall_context,
+    remember,
+    render_context_text,
+    search_memory,
+)
+from retrieval.storage import PRIVATE_FILE, MemoryStore, secure_data_dir
+from retrieval.usecases import NO_MATCH, record_from_line
+
+from .common import count_lines, emit, open_engine, read_jsonl, settings_of
+
+__all__ = [
+    "export_command",
+    "import_command",
+    "recall_context_command",
+    "reflect_command",
+    "reindex_command",
+    "remember_command",
+    "search_command",
+]
+
+
+@click.command("remember")
+@click.option("--owner", required=True)
+@click.option("--path", required=True)
+@click.option("--type", "memory_type", default="auto", show_default=True)
+@click.option("--importance", type=float, default=0.5, show_default=True)
+@click.option("--semantic-key", default=None)
+@click.option("--expires-at", default=None, help="ISO 8601 with a zone.")
+@click.option("--occurred-at", default=None, help="When it happened: ISO 8601 with a zone (default: now).")
+@click.option("--bucket", default="personal", show_default=True)
+@click.option("--scope", default="")
+@click.option("--json", "as_json", is_flag=True)
+@click.argument("content")
+@click.pass_context
+def remember_command(
+    ctx: click.Context,
+    owner: str,
+    path: str,
+    memory_type: str,
+    importance: float,
+    semantic_key: str | None,
+    expires_at: str | None,
+    occurred_at: str | None,
+    bucket: str,
+    scope: str,
+    as_json: bool,
+    content: str,
+) -> None:
+    """Store one memory."""
+    request = RememberRequest(
+        content=content,
+        path=path,
+        memory_type=memory_type,
+        importance=importance,
+        semantic_key=semantic_key,
+        expires_at=expires_at,
+        occurred_at=occurred_at,
+        bucket=bucket,
+        scope=scope,
+        source="cli",
+    )
+    with open_engine(ctx) as engine:
+        result = remember(engine, Principal.local(owner), request)
+    if as_json:
+        emit(result.to_dict())
+    else:
+        click.echo(f"{result.outcome} {result.memory.id} (version {result.memory.version})")
+
+
+@click.command("import")
+@click.option(
+    "--owner",
+    default=None,
+    help="Import as this owner; lines of any other owner are refused. Without it, each line's owner_id is restored.",
+)
+@click.option("--batch-size", type=click.IntRange(1, 4096), default=256, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.pass_context
+def import_command(ctx: click.Context, owner: str | None, batch_size: int, as_json: bool, file: Path) -> None:
+    """Import memories from JSON Lines (one memory per line), batched, with a progress bar.
+
+    A line without an id gets one from its content, so importing the same file again adds nothing.
+    """
+    principal = Principal.local(owner) if owner is not None else None
+    total = count_lines(file)
+    # Validate every line before anything is written, so a bad file changes nothing.
+    for number, line in enumerate(read_jsonl(file), start=1):
+        try:
+            record_from_line(principal, line, "2000-01-01T00:00:00.000000Z")
+        except ValidationError as error:
+            raise ValidationError(f"{file}: line {number}: {error.message}") from error
+    with open_engine(ctx) as engine, tqdm(total=total, unit="mem", file=sys.stderr, disable=None) as bar:
+        counts = import_records(engine, principal, read_jsonl(file), batch_size=batch_size, progress=bar.update)
+    if as_json:
+        emit(counts)
+    else:
+        click.echo(
+            f"imported {counts['imported']}, skipped {counts['skipped']} already present, "
+            f"{counts['keyed']} through semantic keys",
+            err=True,
+        )
+
+
+@click.command("export")
+@click.option("--owner", default=None, help="Only this owner's memories (default: all).")
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.pass_context
+def export_command(ctx: click.Context, owner: str | None, file: Path) -> None:
+    """Write every record (all statuses) as JSON Lines that `xmemo import` takes back."""
+    settings = settings_of(ctx)
+    if settings.database_url is None and not settings.sql_path.exists():
+        raise StoreError(f"no store at {settings.data_dir}")
+    secure_data_dir(settings.data_dir)
+    store = MemoryStore.open(settings.database_url or settings.sql_path)
+    count = 0
+    temporary = file.with_name(file.name + ".partial")
+    # The export holds every tenant's memories: readable by its maker only, like the data dir.
+    with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE), "w", encoding="utf-8") as handle:
+        for memory in store.iterate(owner):  # each line keeps its owner_id and team_id
+            handle.write(json.dumps(memory.to_dict(), ensure_ascii=False) + "\n")
+            count += 1
+    temporary.replace(file)
+    store.close()
+    click.echo(f"exported {count} memories to {file}", err=True)
+
+
+@click.command("recall-context")
+@click.option("--owner", required=True)
+@click.option("--max-items", type=int, default=8, show_default=True)
+@click.option("--max-tokens", type=int, default=1500, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.argument("query")
+@click.pass_context
+def recall_context_command(
+    ctx: click.Context, owner: str, max_items: int, max_tokens: int, as_json: bool, query: str
+) -> None:
+    """Print the context pack for QUERY (the MCP text; --json: the structured pack)."""
+    with open_engine(ctx) as engine:
+        pack = recall_context(engine, Principal.local(owner), query, max_items=max_items, max_tokens=max_tokens)
+    if as_json:
+        emit(pack)
+    else:
+        click.echo(render_context_text(pack))
+
+
+@click.command("search")
+@click.option("--owner", required=True)
+@click.option("--limit", type=int, default=10, show_default=True)
+@click.option("--min-score", type=float, default=None)
+@click.option("--json", "as_json", is_flag=True)
+@click.argument("query")
+@click.pass_context
+def search_command(
+    ctx: click.Context, owner: str, limit: int, min_score: float | None, as_json: bool, query: str
+) -> None:
+    """Strict search: only memories that match QUERY well; the list may be empty."""
+    with open_engine(ctx) as engine:
+        found = search_memory(engine, Principal.local(owner), query, limit=limit, min_score=min_score)
+    if as_json:
+        emit(found)
+        return
+    if not found.results:
+        click.echo(NO_MATCH)
+    for result in found.results:
+        click.echo(f"{result.score:.3f}  {result.id}  {result.path}  {result.content[:120]}")
+
+
+@click.command("reflect")
+@click.option("--owner", required=True)
+@click.option("--dry-run", is_flag=True, help="Plan and report; write nothing.")
+@click.option("--actions", default=None, help="Comma list: summarize,promote,expire,decay,archive (default: all).")
+@click.option("--since", default=None, help="ISO 8601; overrides --time-window-hours.")
+@click.option("--until", default=None, help="ISO 8601 (default: now).")
+@click.option("--time-window-hours", type=float, default=24.0, show_default=True)
+@click.option("--limit", type=int, default=500, show_default=True, help="Candidate budget, clamped to 1..5000.")
+@click.option("--bucket", default="%", show_default=True)
+@click.option("--scope", default=None)
+@click.option("--team", "team_id", default=None)
+@click.option("--path-filter", default="%", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def reflect_command(
+    ctx: click.Context,
+    owner: str,
+    dry_run: bool,
+    actions: str | None,
+    since: str | None,
+    until: str | None,
+    time_window_hours: float,
+    limit: int,
+    bucket: str,
+    scope: str | None,
+    team_id: str | None,
+    path_filter: str,
+    as_json: bool,
+) -> None:
+    """Consolidate and age OWNER's memories: summarize, promote, expire, decay, archive (see docs/reflect.md)."""
+    from compactor import ReflectRequest, reflect, render_reflect_text
+
+    request = ReflectRequest(
+        actions_csv=actions,
+        dry_run=dry_run,
+        time_window_hours=time_window_hours,
+        since=since,
+        until=until,
+        path_filter=path_filter,
+        bucket=bucket,
+        scope=scope,
+        team_id=team_id,
+        limit=limit,
+    )
+    with open_engine(ctx) as engine:
+        report = reflect(engine, Principal.local(owner), request)
+    if as_json:
+        emit(report)
+    else:
+        click.echo(render_reflect_text(report))
+
+
+@click.command("reindex")
+@click.pass_context
+def reindex_command(ctx: click.Context) -> None:
+    """Rebuild the vector index from the system of record (also after changing the embedding model)."""
+    with open_engine(ctx, allow_model_change=True) as engine:
+        total = engine.store.count()
+        with tqdm(total=total, unit="mem", file=sys.stderr, disable=None) as bar:
+            done = engine.reindex(progress=lambda n: bar.update(n - bar.n))
+    click.echo(f"reindexed {done} memories ({engine.index.backend})", err=True)

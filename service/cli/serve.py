@@ -1,0 +1,75 @@
+"""`xmemo serve`: the HTTP and MCP service on the data dir's stores, with JSON logs."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from typing import Any
+
+import click
+
+from retrieval.domain import SCOPES
+from retrieval.storage import PRIVATE_FILE
+
+from .common import open_private, settings_of
+
+__all__ = ["serve_command"]
+
+
+@click.command("serve")
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", type=click.IntRange(1, 65535), default=8420, show_default=True)
+@click.pass_context
+def serve_command(ctx: click.Context, host: str, port: int) -> None:
+    """Run the HTTP and MCP service (uvicorn) on the data dir's stores."""
+    import uvicorn
+
+    from ..app import create_app
+    from ..keys import KeyStore
+    from ..settings import ServiceSettings
+
+    settings = ServiceSettings(host=host, port=port, retrieval=settings_of(ctx).serving())
+    admin_file = settings.retrieval.data_dir / "admin.key"
+    # makes the data dir private, an older admin.key too
+    keys = KeyStore.open(settings.retrieval.data_dir, settings.retrieval.database_url)
+    if keys.count() == 0:
+        issued = keys.create("admin", agent_id="admin", scopes=SCOPES)
+        descriptor = os.open(admin_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(issued.key + "\n")
+        click.echo(f"created an admin API key; it is in {admin_file} (readable only by you)", err=True)
+    keys.close()
+    engine = open_private(settings.retrieval)  # a store that cannot open fails here, with exit code 3
+    _json_logs()
+    uvicorn.run(create_app(settings, engine=engine), host=host, port=port, log_level="warning", log_config=None)
+
+
+class _JsonFormatter(logging.Formatter):
+    """One JSON object per line; a message that is already a JSON object is merged in."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "time": self.formatTime(record, "%Y-%m-%dT%H:%M:%S"),
+        }
+        message = record.getMessage()
+        try:
+            parsed = json.loads(message)
+        except ValueError:
+            parsed = None
+        entry.update(parsed if isinstance(parsed, dict) else {"message": message})
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def _json_logs() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(logging.WARNING)
+    logging.getLogger("xmemo").setLevel(logging.INFO)

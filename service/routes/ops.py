@@ -1,0 +1,81 @@
+"""Operations routes: liveness, readiness (the stores reachable, the model warm) and Prometheus metrics."""
+
+from __future__ import annotations
+
+import hmac
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from prometheus_client import generate_latest
+from pydantic import BaseModel
+
+from retrieval import XMemoError
+
+from ..handlers import error_response
+from .deps import context_of
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["ops"])
+
+
+class HealthOut(BaseModel):
+    status: str
+
+
+class ReadyOut(BaseModel):
+    status: str
+    index_points: int
+
+
+def _metrics_allowed(token: str | None, request: Request) -> bool:
+    """No token configured: /metrics is open (see docs/operations.md); else the bearer must match it."""
+    if token is None:
+        return True
+    sent = request.headers.get("authorization", "")
+    return hmac.compare_digest(sent.encode(), f"Bearer {token}".encode())
+
+
+@router.get("/healthz", response_model=HealthOut, operation_id="healthz", summary="Liveness: the process answers")
+def healthz() -> HealthOut:
+    return HealthOut(status="ok")
+
+
+@router.get(
+    "/readyz",
+    response_model=ReadyOut,
+    operation_id="readyz",
+    summary="Readiness: the stores answer and the model and index are warm",
+    responses={503: {"description": "warming up, a store is down, or a replica is behind"}},
+)
+def readyz(request: Request) -> Response:
+    context = context_of(request)
+    if not context.warmed.is_set():
+        return error_response(503, "not_ready", "warming up the model and the index")
+    try:
+        engine = context.engine()
+        points = engine.index.count()
+        context.keys.count()
+    except XMemoError as error:
+        return error_response(503, "not_ready", error.message)
+    if engine.follower is not None and not engine.follower.healthy():
+        return error_response(503, "not_ready", "behind the change sequence: the database has not answered of late")
+    return JSONResponse({"status": "ready", "index_points": points})
+
+
+@router.get(
+    "/metrics",
+    response_class=PlainTextResponse,
+    operation_id="metrics",
+    summary="Prometheus metrics (a bearer token when XMEMO_METRICS_TOKEN is set)",
+)
+def metrics_text(request: Request) -> Response:
+    context = context_of(request)
+    if not _metrics_allowed(context.settings.metrics_token, request):
+        return error_response(401, "unauthorized", "/metrics needs the bearer token set in XMEMO_METRICS_TOKEN")
+    try:
+        context.metrics.index_size.set(context.engine().index.count())
+        context.metrics.memories.set(context.engine().store.count())
+    except XMemoError:
+        pass  # still serve the request series when a store is down
+    return PlainTextResponse(generate_latest(context.metrics.registry).decode(), media_type="text/plain; version=0.0.4")

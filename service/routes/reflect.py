@@ -1,0 +1,40 @@
+"""The reflect routes: a maintenance pass (dry run first) and the audit log (the XMemo contract)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Query
+
+from compactor import ReflectRequest, list_audit, reflect
+from compactor.audit import MAX_AUDIT_LIMIT
+
+from ..schemas import ActionList, Timestamp, iso
+from .deps import Caller, Engine, SettingsOf
+from .models import ReflectPlanBody
+from .responses import AuditListOut, ReflectReportOut
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/v1", tags=["reflect"])
+
+
+@router.post("/reflect", response_model=ReflectReportOut)
+def reflect_route(body: ReflectPlanBody, engine: Engine, principal: Caller, settings: SettingsOf) -> dict[str, Any]:
+    fields = body.model_dump()
+    fields["since"], fields["until"] = iso(body.since), iso(body.until)
+    expected_plan = fields.pop("expected_plan")
+    return reflect(engine, principal, ReflectRequest(**fields), settings.reflect, expected_plan=expected_plan)
+
+
+@router.get("/audit", response_model=AuditListOut)
+def audit_route(
+    engine: Engine,
+    principal: Caller,
+    since: Timestamp | None = None,
+    until: Timestamp | None = None,
+    action: ActionList | None = None,
+    limit: int = Query(default=100, ge=1, le=MAX_AUDIT_LIMIT),
+) -> dict[str, Any]:
+    records = list_audit(engine, principal, since=iso(since), until=iso(until), action=action or None, limit=limit)
+    return {"records": records}

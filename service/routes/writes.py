@@ -1,0 +1,47 @@
+"""The write routes: remember, update_state and timeline events (the XMemo contract)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from retrieval import RememberRequest, add_event, remember, update_state
+from retrieval.domain import WRITE, require
+
+from ..schemas import EventBody, RememberBody, StateBody, iso
+from .deps import Caller, Engine
+from .models import WriteOut
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/v1", tags=["write"])
+
+
+@router.post(
+    "/remember",
+    status_code=201,
+    response_model=WriteOut,
+    responses={200: {"description": "unchanged (same semantic_key and content) or merged (dedupe)", "model": WriteOut}},
+)
+def remember_route(body: RememberBody, engine: Engine, principal: Caller) -> JSONResponse:
+    require(principal, WRITE)
+    fields = body.model_dump()
+    fields["expires_at"] = iso(body.expires_at)
+    result = remember(engine, principal, RememberRequest(**fields))
+    return JSONResponse(result.to_dict(), status_code=201 if result.created else 200)
+
+
+@router.post("/update_state", response_model=WriteOut)
+def update_state_route(body: StateBody, engine: Engine, principal: Caller) -> dict[str, Any]:
+    require(principal, WRITE)
+    return update_state(engine, principal, **body.model_dump()).to_dict()
+
+
+@router.post("/timeline/events", status_code=201, response_model=WriteOut)
+def event_route(body: EventBody, engine: Engine, principal: Caller) -> dict[str, Any]:
+    require(principal, WRITE)
+    fields = body.model_dump()
+    fields["occurred_at"] = iso(body.occurred_at)
+    return add_event(engine, principal, **fields).to_dict()

@@ -1,0 +1,166 @@
+"""`xmemo eval` on the shared data: LoCoMo dev in full and a SciFact slice, through the production path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import ir_measures
+import pytest
+from ir_measures import R, nDCG
+
+from eval.datasets import load_beir, load_locomo
+from tests.support import ROOT, SHARED_DATA
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not SHARED_DATA.exists(), reason=f"evaluation data not found at {SHARED_DATA}"),
+]
+
+
+def _xmemo_eval(*args: str, out=None) -> tuple[int, dict]:  # type: ignore[no-untyped-def]
+    command = [
+        sys.executable,
+        "-c",
+        "from service.cli import main; main()",
+        "eval",
+        "--json",
+        "--shared-data",
+        str(SHARED_DATA),
+        *args,
+    ]
+    if out is not None:
+        command += ["--out", str(out)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}
+
+
+def test_loaders_keep_graded_and_multiple_judgements():
+    scifact = load_beir(SHARED_DATA / "scifact")
+    assert len(scifact.docs) == 5183 and len(scifact.queries) == 300
+    assert sum(len(q.relevant) for q in scifact.queries) == 339
+    locomo = load_locomo(SHARED_DATA / "locomo" / "locomo-dev.json")
+    assert len(locomo.docs) == 2760
+    first = locomo.docs[0]
+    assert first.text.startswith("Caroline: ") and first.occurred_at == "2023-05-08T13:56:00Z"
+    assert {q.category for q in locomo.queries} == {1, 2, 3, 4, 5}
+    assert any(len(q.relevant) > 1 for q in locomo.queries)
+
+
+def test_locomo_dev_in_full_meets_its_floors(tmp_path):
+    code, report = _xmemo_eval("--dataset", "locomo", "--k", "5,10", out=tmp_path)
+    assert code == 0, report.get("checks")
+    hybrid, bm25, dense = (report["strategies"][s] for s in ("hybrid", "bm25", "dense"))
+    assert hybrid["recall@5"] >= 0.65 and hybrid["recall@10"] >= 0.75
+    assert hybrid["recall@5"] >= max(bm25["recall@5"], dense["recall@5"])
+    assert hybrid["recall@10"] >= max(bm25["recall@10"], dense["recall@10"])
+    assert "category_5" in report and report["pack"]["max_tokens"] == 1500
+    assert all(c["status"] == "OK" for c in report["checks"]) and report["checks"]
+    assert {p.name for p in tmp_path.iterdir()} >= {"report.json", "report.md", "chart.png", "run.hybrid.trec"}
+    # the scores agree with the reference implementation on the real run
+    locomo = load_locomo(SHARED_DATA / "locomo" / "locomo-dev.json")
+    qrels = [
+        ir_measures.Qrel(q.id, d, g)
+        for q in locomo.queries
+        if q.category in {1, 2, 3, 4}
+        for d, g in q.relevant.items()
+    ]
+    wanted = {q.id for q in locomo.queries if q.category in {1, 2, 3, 4} and q.relevant}
+    run = [r for r in ir_measures.read_trec_run(str(tmp_path / "run.hybrid.trec")) if r.query_id in wanted]
+    reference = ir_measures.calc_aggregate([R @ 10], qrels, run)
+    assert reference[R @ 10] == pytest.approx(hybrid["recall@10"], abs=5e-4)
+
+
+def test_scifact_slice_meets_its_floors(tmp_path):
+    code, report = _xmemo_eval("--dataset", "scifact", "--slice", "100", "--k", "5,10", out=tmp_path)
+    assert code == 0, report.get("checks")
+    assert report["dataset"] == "scifact-slice100" and report["queries"] == 100
+    hybrid = report["strategies"]["hybrid"]
+    assert hybrid["ndcg@10"] >= max(report["strategies"]["bm25"]["ndcg@10"], report["strategies"]["dense"]["ndcg@10"])
+    scifact = load_beir(SHARED_DATA / "scifact")
+    qrels = [ir_measures.Qrel(q.id, d, g) for q in scifact.queries[:100] for d, g in q.relevant.items()]
+    run = list(ir_measures.read_trec_run(str(tmp_path / "run.hybrid.trec")))
+    assert ir_measures.calc_aggregate([nDCG @ 10], qrels, run)[nDCG @ 10] == pytest.approx(hybrid["ndcg@10"], abs=5e-4)
+
+
+def test_bad_dataset_is_a_user_error():
+    done = subprocess.run(
+        [sys.executable, "-c", "from service.cli import main; main()", "eval", "--dataset", "/nonexistent"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1 and "cannot load" in done.stderr
+
+
+def test_alpha_override_is_the_production_ranking_at_the_production_weight():
+    base_code, base = _xmemo_eval("--dataset", "scifact", "--slice", "100", "--strategy", "hybrid")
+    code, same = _xmemo_eval("--dataset", "scifact", "--slice", "100", "--strategy", "hybrid", "--alpha", "0.7")
+    _, other = _xmemo_eval("--dataset", "scifact", "--slice", "100", "--strategy", "hybrid", "--alpha", "0.2")
+    assert base_code == 0 and code == 0
+    assert same["strategies"]["hybrid"] == base["strategies"]["hybrid"]
+    assert other["strategies"]["hybrid"] != base["strategies"]["hybrid"] and other["checks"] == []
+
+
+def test_lifecycle_reflect_makes_recall_better_on_locomo_dev():
+    """The bar: with reflect after every session, recall@5 and pack coverage are at
+    least the baseline's, no pack holds the same words twice, and reflect summarized and promoted."""
+    code, report = _xmemo_eval("--dataset", "locomo", "--lifecycle")
+    lifecycle = report["lifecycle"]
+    assert code == 0, lifecycle["checks"]
+    base, reflected = lifecycle["baseline"], lifecycle["reflected"]
+    assert base["queries"] == reflected["queries"] == 760
+    assert reflected["recall@5"] >= base["recall@5"] and reflected["pack_coverage"] >= base["pack_coverage"]
+    assert base["duplicate_rate"] == reflected["duplicate_rate"] == 0.0
+    assert lifecycle["reflect_totals"]["summarized"] > 0 and lifecycle["reflect_totals"]["promoted"] > 0
+    assert lifecycle["reflect_quality"]["archived_evidence_not_carried"] == 0
+    assert all(c["status"] == "OK" for c in lifecycle["checks"]) and len(lifecycle["checks"]) > 4
+
+
+def test_lifecycle_needs_a_locomo_file():
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from service.cli import main; main()",
+            "eval",
+            "--dataset",
+            "scifact",
+            "--shared-data",
+            str(SHARED_DATA),
+            "--lifecycle",
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 1 and "LoCoMo" in done.stderr
+
+
+def test_the_documented_commands_run_from_anywhere(tmp_path):
+    """`xmemo eval --dataset scifact --slice 100` failed with "not a BEIR directory" outside the
+    project's parent: the data is found beside the project, wherever the command runs."""
+    import os
+
+    cache = ROOT / ".cache" / "xmemo" / "eval-embeddings.sqlite"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from service.cli import main; main()",
+            "eval",
+            "--dataset",
+            "scifact",
+            "--slice",
+            "100",
+            "--strategy",
+            "bm25",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "XMEMO_EVAL_CACHE": str(cache)},
+        timeout=1800,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["dataset"] == "scifact-slice100"

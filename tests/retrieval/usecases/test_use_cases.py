@@ -1,0 +1,282 @@
+"""The use cases end to end on real SQLite, real Qdrant Edge and the real all-MiniLM-L6-v2."""
+
+from __future__ import annotations
+
+import pytest
+
+from retrieval import (
+    ModelMismatchError,
+    NotFoundError,
+    PermissionDeniedError,
+    Principal,
+    RememberRequest,
+    ValidationError,
+    add_event,
+    archive_memory,
+    get_memory,
+    recall,
+    recall_context,
+    remember,
+    render_context_text,
+    search_memory,
+    update_state,
+)
+from retrieval.domain import MemoryStatus
+from tests.support import BACKENDS, FakeEmbedder
+
+ALICE = Principal(owner_id="alice", agent_id="a1", team_ids=("team-a",))
+BOB = Principal(owner_id="bob", agent_id="b1", team_ids=("team-b",))
+
+NOTES = [
+    "We chose Qdrant Edge as the embedded vector index because it runs in-process.",
+    "The customer reported ticket XJ-4471-QZ about intermittent login failures.",
+    "Deploys happen on Tuesdays after the integration tests pass.",
+    "Ana prefers short status updates in the morning stand-up.",
+    "The billing service times out when the payment gateway is slow.",
+    "Release 4.2 added dark mode to the mobile app.",
+]
+
+
+@pytest.fixture(params=BACKENDS)
+def engine(request, make_engine, real_embedder, clock):  # type: ignore[no-untyped-def]
+    engine = make_engine(real_embedder, backend=request.param, clock=clock)
+    for i, note in enumerate(NOTES):
+        remember(engine, ALICE, RememberRequest(content=note, path=f"projects/memory-os/notes/{i}"))
+    return engine
+
+
+def test_keyword_only_hit_comes_first(engine):
+    pack = recall_context(engine, ALICE, "XJ-4471-QZ")
+    assert pack.items[0].path == "projects/memory-os/notes/1"
+    components = pack.retrieval_plan.items[0]
+    assert components["bm25_rank"] == 1
+
+
+def test_semantic_query_finds_the_meaning(engine):
+    pack = recall_context(engine, ALICE, "which vector database did we pick?")
+    assert pack.items[0].path == "projects/memory-os/notes/0"
+
+
+def test_pack_shape_and_mcp_text(engine):
+    pack = recall_context(engine, ALICE, "recent decisions on the memory-os project", max_items=3, max_tokens=1200)
+    assert set(pack.to_dict()) == {"version", "query", "retrieval_plan", "budget", "items", "context_text", "scope"}
+    budget = pack.budget
+    assert budget.used_items == len(pack.items) <= 3
+    assert budget.used_tokens == engine.tokens.count(pack.context_text)
+    plan = pack.retrieval_plan
+    assert plan.channels == ("dense", "bm25") and plan.candidates.union >= 3
+    assert set(pack.to_dict()["items"][0]) >= {"id", "type", "path", "score", "tokens", "shortened", "created_at"}
+    text = render_context_text(pack)
+    lines = text.split("\n")
+    assert lines[0] == "### XMemo Context"
+    assert lines[1] == f"Items: {len(pack.items)}"
+    assert not any(line.startswith("Budget:") for line in lines), "nothing dropped or shortened"
+    for line, item in zip(lines[2 : 2 + len(pack.items)], pack.items, strict=True):
+        assert line == f"Reference: {item.id} | Type: {item.type} | Location: {item.path}"
+    assert text.endswith("Context:\n" + pack.context_text)
+
+
+def test_budget_line_appears_when_shortened(engine):
+    pack = recall_context(engine, ALICE, "login failures ticket", max_items=6, max_tokens=40)
+    assert pack.budget.used_tokens <= 40
+    text = render_context_text(pack)
+    budget = pack.budget
+    assert (budget.dropped_items or budget.shortened_items) and text.split("\n")[2] == (
+        f"Budget: used {budget.used_tokens}/40 tokens, {budget.used_items}/6 items; "
+        f"dropped {budget.dropped_items}, shortened {budget.shortened_items}"
+    )
+
+
+def test_no_match_text(engine):
+    pack = recall_context(engine, BOB, "anything at all")
+    assert pack.items == () and render_context_text(pack) == "No matching XMemo memory was found."
+
+
+def test_semantic_key_noop_then_supersede(engine):
+    first = remember(engine, ALICE, RememberRequest(content="Use Python 3.11", path="prefs", semantic_key="python"))
+    again = remember(engine, ALICE, RememberRequest(content="Use Python 3.11", path="prefs", semantic_key="python"))
+    assert again.outcome == "unchanged" and again.memory.id == first.memory.id
+    assert again.to_dict()["deduplicated"] is True
+    newer = remember(engine, ALICE, RememberRequest(content="Use Python 3.12", path="prefs", semantic_key="python"))
+    assert newer.outcome == "superseded" and newer.memory.version == 2
+    assert get_memory(engine, ALICE, first.memory.id).status == MemoryStatus.SUPERSEDED
+    found = recall(engine, ALICE, "which Python version", limit=5)
+    ids = [r.id for r in found.results]
+    assert newer.memory.id in ids and first.memory.id not in ids
+
+
+def test_dedupe_merges_near_identical(engine):
+    base = remember(engine, ALICE, RememberRequest(content="The office wifi password rotates monthly.", path="it"))
+    merged = remember(
+        engine,
+        ALICE,
+        RememberRequest(content="The office wifi password rotates monthly!", path="it", dedupe=True, importance=0.9),
+    )
+    assert merged.outcome == "merged" and merged.memory.id == base.memory.id
+    assert merged.memory.importance == 0.9 and merged.memory.version == 2
+    different = remember(engine, ALICE, RememberRequest(content="Printer is on floor 3.", path="it", dedupe=True))
+    assert different.outcome == "created"
+
+
+def test_update_state_is_a_versioned_slot(engine):
+    one = update_state(engine, ALICE, state_key="task.current", content="writing tests")
+    two = update_state(engine, ALICE, state_key="task.current", content="fixing the packer")
+    same = update_state(engine, ALICE, state_key="task.current", content="fixing the packer")
+    assert (one.memory.version, two.memory.version) == (1, 2)
+    assert same.memory.id == two.memory.id and same.outcome == "unchanged"
+    assert two.memory.type.value == "working"
+    with pytest.raises(ValidationError):
+        update_state(engine, ALICE, state_key="Bad Key", content="x")
+
+
+def test_timeline_event(engine):
+    event = add_event(
+        engine,
+        ALICE,
+        content="Deployed 4.3 to production",
+        event_type="deploy",
+        occurred_at="2026-11-20T10:00:00+01:00",
+        session_id="s1",
+    )
+    assert event.memory.type.value == "episodic" and event.memory.occurred_at == "2026-11-20T09:00:00.000000Z"
+    twice = add_event(
+        engine,
+        ALICE,
+        content="Deployed 4.3 to production",
+        event_type="deploy",
+        occurred_at="2026-11-20T10:00:00+01:00",
+    )
+    assert twice.memory.id != event.memory.id
+    with pytest.raises(ValidationError):
+        add_event(engine, ALICE, content="x", event_type="deploy", occurred_at="yesterday")
+
+
+def test_search_is_strict(engine):
+    strong = search_memory(engine, ALICE, "XJ-4471-QZ")
+    assert strong.results and strong.results[0].path == "projects/memory-os/notes/1"
+    weak = search_memory(engine, ALICE, "quantum chromodynamics lattice simulation")
+    assert weak.results == ()
+
+
+def test_tenants_and_teams(engine):
+    team_note = remember(
+        engine,
+        ALICE,
+        RememberRequest(content="Team A ships the search index on Monday.", path="team", team_id="team-a"),
+    )
+    assert recall_context(engine, BOB, "search index monday").items == ()
+    carol = Principal(owner_id="carol", team_ids=("team-a",))
+    assert [i.id for i in recall_context(engine, carol, "search index monday").items] == [team_note.memory.id]
+    with pytest.raises(PermissionDeniedError):
+        recall_context(engine, BOB, "x", team_id="team-a")
+    with pytest.raises(PermissionDeniedError):
+        remember(engine, BOB, RememberRequest(content="x", path="p", team_id="team-a"))
+    with pytest.raises(NotFoundError):
+        get_memory(engine, BOB, team_note.memory.id)
+
+
+def test_archive_hides_from_recall_but_keeps(engine):
+    pack = recall_context(engine, ALICE, "XJ-4471-QZ")
+    target = pack.items[0].id
+    archived = archive_memory(engine, ALICE, target)
+    assert archived.status == MemoryStatus.ARCHIVED and archived.version == 2
+    assert target not in [i.id for i in recall_context(engine, ALICE, "XJ-4471-QZ").items]
+    assert get_memory(engine, ALICE, target).content == NOTES[1]
+    with pytest.raises(NotFoundError):
+        archive_memory(engine, BOB, target)
+
+
+def test_filters(engine):
+    remember(
+        engine,
+        ALICE,
+        RememberRequest(
+            content="Deploy checklist lives in the wiki.", path="ops/runbooks", bucket="work", memory_type="procedural"
+        ),
+    )
+    pack = recall_context(engine, ALICE, "deploy", bucket="work")
+    assert [i.path for i in pack.items] == ["ops/runbooks"]
+    pack = recall_context(engine, ALICE, "deploy", path_filter="projects/%")
+    assert pack.items and all(i.path.startswith("projects/") for i in pack.items)
+    pack = recall_context(engine, ALICE, "deploy", memory_type="procedural")
+    assert [i.type for i in pack.items] == ["procedural"]
+    assert recall_context(engine, ALICE, "deploy", path_filter="nowhere/%").items == ()
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"max_items": 0}, {"max_items": 51}, {"max_tokens": 0}, {"max_tokens": 12001}, {"memory_type": "dream"}],
+)
+def test_recall_context_validation(engine, kwargs):
+    with pytest.raises(ValidationError):
+        recall_context(engine, ALICE, "q", **kwargs)
+
+
+@pytest.mark.parametrize(
+    "request_kwargs",
+    [
+        {"content": "   ", "path": "p"},
+        {"content": "x" * (64 * 1024 + 1), "path": "p"},
+        {"content": "ok", "path": ""},
+        {"content": "ok", "path": "p", "importance": 1.5},
+        {"content": "ok", "path": "p", "expires_at": "tomorrow"},
+        {"content": "ok", "path": "p", "memory_type": "dream"},
+    ],
+)
+def test_remember_validation(engine, request_kwargs):
+    before = engine.store.count()
+    with pytest.raises(ValidationError):
+        remember(engine, ALICE, RememberRequest(**request_kwargs))
+    assert engine.store.count() == before
+
+
+def test_reads_are_counted_in_batches(engine):
+    pack = recall_context(engine, ALICE, "XJ-4471-QZ")
+    engine.read_tracker.flush()
+    memory = get_memory(engine, ALICE, pack.items[0].id)
+    assert memory.access_count >= 1 and memory.last_accessed_at is not None
+
+
+def test_store_refuses_another_model_until_reindex(make_engine, tmp_path):
+    engine = make_engine(FakeEmbedder(), name="mm")
+    remember(engine, ALICE, RememberRequest(content="a fact", path="p"))
+    engine.close()
+
+    class OtherModel(FakeEmbedder):
+        name = "fake:other"
+
+    with pytest.raises(ModelMismatchError):
+        make_engine(OtherModel(), name="mm")
+    rebuilt = make_engine(OtherModel(), name="mm", allow_model_change=True)
+    assert rebuilt.reindex() == 1
+    rebuilt.close()
+    reopened = make_engine(OtherModel(), name="mm")
+    assert recall_context(reopened, ALICE, "a fact").items
+
+
+def test_reindex_to_a_model_of_another_dimension_starts_a_new_index_without_calling_it_damaged(make_engine, caplog):
+    engine = make_engine(FakeEmbedder(), name="dim")
+    remember(engine, ALICE, RememberRequest(content="a fact about the deploy", path="p"))
+    engine.close()
+
+    class SmallerModel(FakeEmbedder):
+        name = "fake:hash-32"
+        dimension = 32
+
+    with caplog.at_level("INFO", logger="xmemo"):
+        rebuilt = make_engine(SmallerModel(), name="dim", allow_model_change=True)
+        assert rebuilt.reindex() == 1
+    assert "damaged" not in caplog.text and "starting a new index" in caplog.text
+    rebuilt.close()
+    reopened = make_engine(SmallerModel(), name="dim")
+    assert reopened.index.dimension == 32
+    assert recall_context(reopened, ALICE, "deploy").items
+
+
+def test_query_vectors_are_never_shared_between_models(make_engine, real_embedder):
+    fake = make_engine(FakeEmbedder(), name="fake")
+    real = make_engine(real_embedder, name="real")
+    for engine in (fake, real):
+        remember(engine, ALICE, RememberRequest(content="the same words in both stores", path="p"))
+    for engine in (fake, real, fake):
+        assert recall_context(engine, ALICE, "the same words in both stores").items

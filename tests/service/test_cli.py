@@ -1,0 +1,113 @@
+"""The `xmemo` command line through click's runner: outputs, JSON, exit codes, export/import round trip."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_remember_then_recall_context_and_search(run):
+    assert (
+        run("remember", "--owner", "alice", "--path", "decisions", "We picked Qdrant Edge for the index.").exit_code
+        == 0
+    )
+    result = run("remember", "--owner", "alice", "--path", "support", "--json", "Ticket XJ-4471-QZ is about login.")
+    assert result.exit_code == 0 and json.loads(result.output)["status"] == "active"
+    text = run("recall-context", "--owner", "alice", "XJ-4471-QZ")
+    assert text.exit_code == 0
+    lines = text.output.splitlines()
+    assert lines[0] == "### XMemo Context" and lines[2].endswith("| Location: support")
+    pack = json.loads(run("recall-context", "--owner", "alice", "--json", "--max-items", "1", "index").output)
+    assert pack["budget"]["used_items"] == 1
+    found = json.loads(run("search", "--owner", "alice", "--json", "XJ-4471-QZ").output)
+    assert found["results"][0]["path"] == "support"
+    assert run("recall-context", "--owner", "bob", "XJ-4471-QZ").output.strip() == "No matching XMemo memory was found."
+
+
+def test_user_errors_exit_1_with_a_message(run):
+    result = run("recall-context", "--owner", "alice", "--max-items", "99", "q")
+    assert result.exit_code == 1 and "max_items" in result.output
+    result = run("remember", "--owner", "alice", "--path", "p", "   ")
+    assert result.exit_code == 1 and "content" in result.output
+
+
+def test_export_import_round_trip(run, tmp_path):
+    for i in range(5):
+        run("remember", "--owner", "alice", "--path", f"p/{i}", f"fact number {i} about the garden")
+    run("remember", "--owner", "alice", "--path", "k", "--semantic-key", "colour", "blue")
+    run("remember", "--owner", "alice", "--path", "k", "--semantic-key", "colour", "green")
+    out = tmp_path / "export.jsonl"
+    assert run("export", "--owner", "alice", str(out)).exit_code == 0
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(records) == 7 and {r["status"] for r in records} == {"active", "superseded"}
+    result = run("import", "--owner", "alice", "--json", str(out), data="copy")
+    assert result.exit_code == 0
+    assert json.loads(result.output) == {"imported": 7, "skipped": 0, "keyed": 0}
+    again = run("import", "--owner", "alice", "--json", str(out), data="copy")
+    assert json.loads(again.output)["skipped"] == 7
+    out2 = tmp_path / "export2.jsonl"
+    run("export", str(out2), data="copy")
+    second = sorted(out2.read_text().splitlines())
+    first = sorted(out.read_text().splitlines())
+    assert [json.loads(a)["content"] for a in first] == [json.loads(b)["content"] for b in second]
+    assert [json.loads(a) for a in first] == [json.loads(b) for b in second]
+
+
+def test_import_rejects_a_bad_file_and_writes_nothing(run, tmp_path):
+    run("remember", "--owner", "alice", "--path", "p", "already here")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"content": "fine", "path": "p"}\n{"content": "", "path": "p"}\n')
+    result = run("import", "--owner", "alice", str(bad))
+    assert result.exit_code == 1 and "line 2" in result.output
+    out = tmp_path / "after.jsonl"
+    run("export", str(out))
+    assert [json.loads(line)["content"] for line in out.read_text().splitlines()] == ["already here"]
+    assert run("export", str(out), data="nowhere").exit_code == 3
+
+
+def test_reindex_rebuilds(run):
+    run("remember", "--owner", "alice", "--path", "p", "the reindex keeps this memory findable")
+    result = run("reindex")
+    assert result.exit_code == 0
+    pack = json.loads(run("recall-context", "--owner", "alice", "--json", "reindex findable").output)
+    assert len(pack["items"]) == 1
+
+
+def test_reflect_dry_run_then_apply(run, tmp_path):
+    lines = [
+        {"content": text, "path": "ops", "type": "episodic", "occurred_at": "2026-11-20T10:00:00Z", "session_id": "s1"}
+        for text in (
+            "The nightly backup to S3 failed: the bucket policy denied PutObject for the backup role.",
+            "Fixed the S3 bucket policy; the nightly backup role may write its archives again.",
+            "The nightly S3 backup failed again because the bucket policy still denied the backup role.",
+        )
+    ] + [{"content": "Door code 1234 for the old office.", "path": "access", "expires_at": "2020-01-01T00:00:00Z"}]
+    source = tmp_path / "ops.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    assert run("import", "--owner", "alice", str(source)).exit_code == 0
+    window = ("--since", "2026-11-01T00:00:00Z", "--actions", "summarize,expiry")
+    dry = run("reflect", "--owner", "alice", "--dry-run", *window)
+    assert dry.exit_code == 0
+    lines = dry.output.splitlines()
+    assert lines[:11] == [
+        "### Memory Reflect Report",
+        "Dry Run: true",
+        "Actions: summarize, expire",
+        "Summarized: 1",
+        "Promoted: 0",
+        "Expired: 1",
+        "Decayed: 0",
+        "Archived: 0",
+        "Audit Records: 0",
+        "",
+        "Candidates: 2",
+    ]
+    assert [line.split(" [")[0] for line in lines[11:]] == ["- expire", "- summarize"]  # each candidate, reviewable
+    real = json.loads(run("reflect", "--owner", "alice", "--json", *window).output)
+    assert real["counts"]["summarized"] == 1 and len(real["audit_record_ids"]) == 2
+    assert "S3 bucket policy" in real["summaries"][0]["content"]
+    again = run("reflect", "--owner", "alice", "--dry-run", *window)
+    assert "Summarized: 0" in again.output and "Expired: 0" in again.output
+    bad = run("reflect", "--owner", "alice", "--actions", "purge")
+    assert bad.exit_code == 1 and "unknown reflect action" in bad.output
+    assert run("reflect", "--owner", "alice", "--time-window-hours", "0").exit_code == 1
+    assert run("reflect", "--owner", "alice", "--since", "last week").exit_code == 1

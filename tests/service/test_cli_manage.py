@@ -1,0 +1,30 @@
+"""`xmemo memories ...` through click's runner on a real data dir: list, edit, archive, restore, batch, forget."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_the_management_verbs(run, tmp_path):
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("\n".join(json.dumps({"content": f"garden fact {n}", "path": "garden"}) for n in range(3)) + "\n")
+    assert run("memories", "batch", "--owner", "alice", str(batch)).output.strip() == "3 created, 0 unchanged"
+    assert run("memories", "batch", "--owner", "alice", str(batch)).output.strip() == "0 created, 3 unchanged"
+    listed = json.loads(run("memories", "list", "--owner", "alice", "--limit", "2", "--json").output)
+    assert len(listed["memories"]) == 2 and listed["next_cursor"]
+    first = listed["memories"][0]["id"]
+    edited = run("memories", "edit", "--owner", "alice", "--expected-version", "1", "--content", "garden fact 9", first)
+    assert edited.exit_code == 0 and " v2 " in edited.output
+    stale = run("memories", "edit", "--owner", "alice", "--expected-version", "1", "--path", "x", first)
+    assert stale.exit_code == 1 and "version" in stale.output
+    assert "archived" in run("memories", "archive", "--owner", "alice", first).output
+    assert "active" in run("memories", "restore", "--owner", "alice", first).output
+    assert run("memories", "list", "--owner", "bob", "--json").output.count('"id"') == 0
+    history = json.loads(run("memories", "history", "--owner", "alice", first).output)
+    assert [a["action"] for a in history["audit"]] == ["create", "edit", "archive", "restore"]
+    assert run("memories", "forget", "--owner", "alice", "--yes", first).exit_code == 0
+    assert run("memories", "history", "--owner", "alice", first).exit_code == 1
+    out = tmp_path / "export.jsonl"
+    run("export", str(out))
+    assert "garden fact 9" not in out.read_text() and out.read_text().count("\n") == 2
+    assert run("memories", "forget-owner", "--yes", "alice").output.strip() == "forgot 2 memories of alice"
