@@ -358,6 +358,7 @@ class _Builder:
             updated_at=self.stamp,
             occurred_at=ordered[-1].occurred_at,
             derived_from=tuple(m.id for m in ordered),
+            speaker=first.speaker if len({m.speaker for m in members}) == 1 else None,
         )
 
     # -- decay and archive --------------------------------------------------------------------

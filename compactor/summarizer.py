@@ -18,7 +18,7 @@ from typing import Protocol
 import numpy as np
 
 from retrieval import Memory
-from retrieval.domain import INFORMATIVE_WORDS, key_sentence
+from retrieval.domain import INFORMATIVE_WORDS, key_sentence, spoken
 from retrieval.ranking import TokenCounter
 
 from .clustering import unit_rows
@@ -90,7 +90,7 @@ class ExtractiveSummarizer:
         self._diversity = diversity
 
     def summarize(self, cluster: ClusterView, *, heading: str) -> str:
-        sentences = [key_sentence(m.content) for m in cluster.members]
+        sentences = [key_sentence(spoken(m.content, m.speaker)) for m in cluster.members]
         order = representatives(
             cluster.vectors, self._max_sentences, self._diversity, [informativeness(s) for s in sentences]
         )

@@ -1,4 +1,5 @@
-"""Loaders: BEIR-format directories and LoCoMo files, as documents (memories) and judged queries."""
+"""Loaders: BEIR-format directories, LoCoMo files and LongMemEval files, as documents (memories) and
+judged queries."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from retrieval.domain import MAX_CONTENT_BYTES
+
 __all__ = [
     "SHARED_DATA",
     "Dataset",
@@ -18,6 +21,7 @@ __all__ = [
     "load_beir",
     "load_dataset",
     "load_locomo",
+    "load_longmemeval",
     "slice_dataset",
 ]
 
@@ -32,6 +36,7 @@ class Doc:
     group: str  # the owner the memory is stored under; queries search only their group
     occurred_at: str = "2024-01-01T00:00:00Z"
     session_id: str | None = None
+    speaker: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +46,9 @@ class Query:
     group: str
     relevant: dict[str, int]  # doc id -> graded relevance (> 0)
     category: int | None = None
+    as_of: str | None = None  # when the question is asked (LongMemEval); None: now
+    kind: str | None = None  # LongMemEval's question type
+    sessions: tuple[str, ...] = ()  # the sessions that hold the answer (LongMemEval)
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +65,7 @@ class Observation:
 @dataclass(frozen=True, slots=True)
 class Dataset:
     name: str
-    kind: str  # "beir" or "locomo"
+    kind: str  # "beir", "locomo" or "longmemeval"
     docs: list[Doc]
     queries: list[Query]
     meta: dict[str, object] = field(default_factory=dict)
@@ -104,7 +112,7 @@ def _session_time(text: str) -> str:
 
 
 def load_locomo(path: Path) -> Dataset:
-    """Every dialogue turn one memory ("Speaker: text", its session's date); evidence ids are relevant."""
+    """Every dialogue turn one memory (its text and speaker, its session's date); evidence ids are relevant."""
     samples = json.loads(path.read_text(encoding="utf-8"))
     docs: list[Doc] = []
     queries: list[Query] = []
@@ -118,7 +126,7 @@ def load_locomo(path: Path) -> Dataset:
         for number in sessions:
             when = _session_time(conversation[f"session_{number}_date_time"])
             for turn in conversation[f"session_{number}"]:
-                text = f"{turn['speaker']}: {turn['text']}"
+                text = turn["text"]
                 if turn.get("blip_caption"):
                     text += f" [shares a photo: {turn['blip_caption']}]"
                 docs.append(
@@ -128,6 +136,7 @@ def load_locomo(path: Path) -> Dataset:
                         group=group,
                         occurred_at=when,
                         session_id=f"{group}/session_{number}",
+                        speaker=turn["speaker"],
                     )
                 )
         observations += _observations(group, sample.get("observation") or {})
@@ -174,15 +183,80 @@ def _observations(group: str, annotated: dict[str, dict[str, list[list[str]]]]) 
     return found
 
 
+_LME_DATE = "%Y/%m/%d (%a) %H:%M"
+
+
+def _lme_time(text: str) -> str:
+    return datetime.strptime(text.strip(), _LME_DATE).replace(tzinfo=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def load_longmemeval(path: Path) -> Dataset:
+    """LongMemEval (Wu et al., ICLR 2025) as released, one question a JSON line: each question's haystack
+    is its own store (`group` is the question id), one memory per turn with its role as the speaker and
+    its session's date; the turns marked `has_answer` are relevant. Abstention questions (`_abs`), which
+    have nothing to find, are skipped."""
+    docs: list[Doc] = []
+    queries: list[Query] = []
+    with path.open(encoding="utf-8") as handle:
+        rows = [json.loads(line) for line in handle if line.strip()]
+    for row in rows:
+        question = str(row["question_id"])
+        if question.endswith("_abs"):
+            continue
+        relevant: dict[str, int] = {}
+        for session_id, when, turns in zip(
+            row["haystack_session_ids"], row["haystack_dates"], row["haystack_sessions"], strict=True
+        ):
+            for index, turn in enumerate(turns):
+                doc_id = f"{question}/{session_id}/{index}"
+                docs.append(
+                    Doc(
+                        id=doc_id,
+                        text=_within_limit(turn["content"]),
+                        group=question,
+                        occurred_at=_lme_time(when),
+                        session_id=f"{question}/{session_id}",
+                        speaker=turn["role"],
+                    )
+                )
+                if turn.get("has_answer"):
+                    relevant[doc_id] = 1
+        queries.append(
+            Query(
+                id=question,
+                text=row["question"],
+                group=question,
+                relevant=relevant,
+                as_of=_lme_time(row["question_date"]),
+                kind=row["question_type"],
+                sessions=tuple(f"{question}/{s}" for s in row["answer_session_ids"]),
+            )
+        )
+    return Dataset(name=path.stem, kind="longmemeval", docs=docs, queries=queries)
+
+
+def _within_limit(text: str) -> str:
+    """A memory's content is at most MAX_CONTENT_BYTES; one pasted document in LongMemEval's dev
+    haystacks is longer (76,719 bytes, not an evidence turn) and is cut to it."""
+    data = text.encode("utf-8")
+    return text if len(data) <= MAX_CONTENT_BYTES else data[:MAX_CONTENT_BYTES].decode("utf-8", "ignore")
+
+
 def load_dataset(spec: str, shared_data: Path) -> Dataset:
-    """`scifact`, `locomo`, a BEIR directory or a LoCoMo JSON file."""
-    aliases = {"scifact": shared_data / "scifact", "locomo": shared_data / "locomo" / "locomo-dev.json"}
+    """`scifact`, `locomo`, `longmemeval`, a BEIR directory, a LoCoMo JSON file or a LongMemEval JSON lines file."""
+    aliases = {
+        "scifact": shared_data / "scifact",
+        "locomo": shared_data / "locomo" / "locomo-dev.json",
+        "longmemeval": shared_data / "longmemeval" / "longmemeval-s-dev.jsonl",
+    }
     path = aliases.get(spec, Path(spec))
     if path.is_dir():
         return load_beir(path)
     if path.suffix == ".json":
         return load_locomo(path)
-    raise FileNotFoundError(f"not a BEIR directory or a LoCoMo file: {spec}")
+    if path.suffix == ".jsonl":
+        return load_longmemeval(path)
+    raise FileNotFoundError(f"not a BEIR directory, a LoCoMo file or a LongMemEval file: {spec}")
 
 
 def slice_dataset(dataset: Dataset, queries: int, corpus_stride: int = 5) -> Dataset:
@@ -190,5 +264,10 @@ def slice_dataset(dataset: Dataset, queries: int, corpus_stride: int = 5) -> Dat
     and every `corpus_stride`-th other document as distractors. Scores differ from the full set."""
     chosen = [q for q in dataset.queries if q.relevant][:queries]
     wanted = {doc for q in chosen for doc in q.relevant}
+    if dataset.kind == "longmemeval":  # each question is its own store: keep the chosen ones whole
+        groups = {q.group for q in chosen}
+        return Dataset(
+            f"{dataset.name}-slice{queries}", dataset.kind, [d for d in dataset.docs if d.group in groups], chosen
+        )
     docs = [d for i, d in enumerate(dataset.docs) if d.id in wanted or i % corpus_stride == 0]
     return Dataset(f"{dataset.name}-slice{queries}", dataset.kind, docs, chosen, dataset.meta)

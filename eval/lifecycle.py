@@ -142,6 +142,7 @@ def _line(doc: Doc) -> dict[str, Any]:
         "type": "episodic",
         "occurred_at": doc.occurred_at,
         "session_id": doc.session_id,
+        "speaker": doc.speaker,
     }
 
 

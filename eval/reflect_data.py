@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from retrieval import RetrievalSettings
-from retrieval.domain import format_time, parse_time
+from retrieval.domain import format_time, parse_time, spoken
 from retrieval.encoding import CachedEmbedder, EmbeddingCache, SentenceTransformerEmbedder
 
 from .datasets import SHARED_DATA, Dataset, load_dataset
@@ -54,6 +54,7 @@ def locomo_records(spec: str = "locomo", copies: int = 1, shared_data: Path | No
                     "occurred_at": when,
                     "created_at": when,
                     "session_id": f"{doc.session_id}{suffix}",
+                    "speaker": doc.speaker,
                 }
             )
     return records
@@ -68,7 +69,7 @@ def clustering_inputs(
     settings = RetrievalSettings()
     embedder = CachedEmbedder(SentenceTransformerEmbedder(settings.embedding_model), EmbeddingCache(DEFAULT_CACHE))
     try:
-        vectors = embedder.embed([doc.text for doc in dataset.docs])
+        vectors = embedder.embed([spoken(doc.text, doc.speaker) for doc in dataset.docs])
     finally:
         embedder.cache.close()
     row = {doc.id: i for i, doc in enumerate(dataset.docs)}

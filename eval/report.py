@@ -62,12 +62,19 @@ def _markdown(report: dict[str, Any]) -> str:
             f"| {n} | {s.get('recall@5', 0):.4f} | {s.get('recall@10', 0):.4f} |"
             for n, s in report["category_5"].items()
         ]
+    for name, kinds in report.get("by_type", {}).items():
+        lines += ["", f"{name} by question type:", "", "| type | queries | " + " | ".join(metrics) + " |"]
+        lines.append("|---|---|" + "---|" * len(metrics))
+        for kind, scores in kinds.items():
+            row = " | ".join(f"{scores[m]:.4f}" for m in metrics)
+            lines.append(f"| {kind} | {int(scores['queries'])} | {row} |")
     if "pack" in report:
         pack = report["pack"]
+        used = pack.get("mean_used_tokens", pack.get("used_tokens"))
         lines += [
             "",
             f"Context pack (max_tokens {pack['max_tokens']}): all evidence in the pack for "
-            f"{pack['all_evidence_in_pack']:.1%} of questions, {pack['mean_used_tokens']} tokens used on average.",
+            f"{pack['all_evidence_in_pack']:.1%} of questions, {used} tokens used on average.",
         ]
     if report.get("checks"):
         lines += ["", "| check | score | floor | status |", "|---|---|---|---|"]
@@ -86,8 +93,12 @@ def _chart(report: dict[str, Any], path: Path) -> None:
     import matplotlib.pyplot as plt
 
     strategies = report["strategies"]
-    ks = sorted({int(m.split("@")[1]) for m in next(iter(strategies.values())) if "@" in m})
-    families = ["ndcg", "recall", "mrr"]
+    first = next(iter(strategies.values()))
+    families = [f for f in ("ndcg", "recall", "mrr") if any(m.startswith(f"{f}@") for m in first)]
+    if not families:  # LongMemEval's own metrics: bars per metric and strategy
+        _bars(report, path, plt)
+        return
+    ks = sorted({int(m.split("@")[1]) for m in first if "@" in m})
     figure, axes = plt.subplots(1, len(families), figsize=(4 * len(families), 3.4))
     for axis, family in zip(axes, families, strict=True):
         for name, scores in strategies.items():
@@ -97,6 +108,22 @@ def _chart(report: dict[str, Any], path: Path) -> None:
         axis.set_xticks(ks)
         axis.grid(alpha=0.3)
     axes[0].legend()
+    figure.suptitle(f"{report['dataset']} ({report['queries']} queries)")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def _bars(report: dict[str, Any], path: Path, plt: Any) -> None:
+    strategies = report["strategies"]
+    metrics = [m for m in next(iter(strategies.values())) if m != "queries"]
+    figure, axis = plt.subplots(figsize=(2 + 1.6 * len(metrics), 3.4))
+    width = 0.8 / len(strategies)
+    for offset, (name, scores) in enumerate(strategies.items()):
+        axis.bar([i + offset * width for i in range(len(metrics))], [scores[m] for m in metrics], width, label=name)
+    axis.set_xticks([i + 0.4 - width / 2 for i in range(len(metrics))], metrics, rotation=20, fontsize=7)
+    axis.set_ylim(0, 1)
+    axis.legend(fontsize=7)
     figure.suptitle(f"{report['dataset']} ({report['queries']} queries)")
     figure.tight_layout()
     figure.savefig(path, dpi=110)

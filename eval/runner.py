@@ -15,6 +15,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,7 @@ from retrieval.usecases import CANDIDATE_DEPTH, hybrid_retrieve
 from .datasets import Dataset
 from .metrics import mrr_at_k, ndcg_at_k, recall_at_k
 
-__all__ = ["DEFAULT_CACHE", "STRATEGIES", "evaluate"]
+__all__ = ["DEFAULT_CACHE", "STRATEGIES", "evaluate", "import_dataset"]
 
 STRATEGIES = ("dense", "bm25", "rrf", "hybrid")
 DEFAULT_CACHE = Path(os.environ.get("XMEMO_EVAL_CACHE", ".cache/xmemo/eval-embeddings.sqlite"))
@@ -38,7 +39,7 @@ def _memory_id(dataset: Dataset, doc_id: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{dataset.name}/{doc_id}"))
 
 
-def _load(engine: MemoryEngine, dataset: Dataset) -> dict[str, str]:
+def import_dataset(engine: MemoryEngine, dataset: Dataset) -> dict[str, str]:
     """Import every document under its group's owner; returns memory id -> document id."""
     by_group: dict[str, list[dict[str, Any]]] = {}
     back = {}
@@ -52,6 +53,7 @@ def _load(engine: MemoryEngine, dataset: Dataset) -> dict[str, str]:
                 "path": f"eval/{dataset.name}",
                 "occurred_at": doc.occurred_at,
                 "session_id": doc.session_id,
+                "speaker": doc.speaker,
                 "type": "episodic",
             }
         )
@@ -81,8 +83,13 @@ def evaluate(
     query_limit: int | None = None,
     alpha: float | None = None,
     pack_floors: Sequence[float] = (),
+    settings: dict[str, Any] | None = None,
+    retrieve: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Score each strategy; for LoCoMo, categories 1-4 headline, category 5 apart, and pack coverage."""
+    """Score each strategy; for LoCoMo, categories 1-4 headline, category 5 apart, and pack coverage.
+
+    `settings` and `retrieve` override RetrievalSettings fields and hybrid_retrieve's switches, for
+    ablations (docs/evaluation.md)."""
     started = time.perf_counter()
     if query_limit is not None:
         dataset = Dataset(dataset.name, dataset.kind, dataset.docs, dataset.queries[:query_limit], dataset.meta)
@@ -91,10 +98,12 @@ def evaluate(
     if alpha is not None:
         report["alpha"] = alpha
     with tempfile.TemporaryDirectory(prefix="xmemo-eval-") as tmp:
-        settings = RetrievalSettings(data_dir=Path(tmp), embedding_cache_path=cache_path.resolve())
-        with MemoryEngine(settings) as engine:
+        configured = RetrievalSettings(
+            data_dir=Path(tmp), embedding_cache_path=cache_path.resolve(), **(settings or {})
+        )
+        with MemoryEngine(configured) as engine:
             load_started = time.perf_counter()
-            back = _load(engine, dataset)
+            back = import_dataset(engine, dataset)
             load_seconds = time.perf_counter() - load_started
             runs: dict[str, dict[str, list[tuple[str, float]]]] = {}
             query_seconds: dict[str, float] = {}
@@ -110,6 +119,8 @@ def evaluate(
                         depth=depth,
                         strategy=strategy,  # type: ignore[arg-type]
                         alpha=alpha,
+                        as_of=_moment(query.as_of),
+                        **(retrieve or {}),
                     )
                     runs[strategy][query.id] = [(back[r.id], r.score) for r in retrieval.ranked[:depth]]
                 query_seconds[strategy] = time.perf_counter() - strategy_started
@@ -130,6 +141,10 @@ def evaluate(
     report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
     report["runs"] = runs
     return report
+
+
+def _moment(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
 
 
 def _pack_at_floor(engine: MemoryEngine, dataset: Dataset, back: dict[str, str], floor: float | None) -> dict[str, Any]:

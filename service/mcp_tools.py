@@ -95,6 +95,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         semantic_key: str | None = None,
         dedupe: bool = False,
         occurred_at: str | None = None,
+        speaker: str | None = None,
+        session_id: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> str:
         principal = _principal(ctx)
@@ -113,6 +115,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
                 dedupe=dedupe,
                 source="mcp",
                 occurred_at=occurred_at,
+                speaker=speaker,
+                session_id=session_id,
                 metadata=metadata or {},
             ),
         )
@@ -133,6 +137,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         bucket: str = "",
         path_filter: str = "",
         memory_type: str = "",
+        as_of: str | None = None,
     ) -> str:
         filters: dict[str, Any] = {
             "scope": scope or None,
@@ -147,6 +152,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
             query,
             max_items=max_items,
             max_tokens=max_tokens,
+            as_of=as_of,
             filters=filters,
             items=max_items,
         )

@@ -125,6 +125,9 @@ class RecallContextBody(_Strict):
     bucket: Label | None = None
     path_filter: Label | None = None
     memory_type: MemoryTypeName | None = None
+    as_of: Timestamp | None = Field(
+        default=None, description='when the question is asked (default now): "last Saturday" resolves against it'
+    )
 
 
 class ProjectContextBody(_Strict):
@@ -148,6 +151,12 @@ class NewMemoryFields(_Strict):
     confidence: float = Field(default=0.5, ge=0.0, le=1.0, strict=True)
     expires_at: Timestamp | None = None
     occurred_at: Timestamp | None = Field(default=None, description="when it happened (default: now)")
+    speaker: NonBlankLabel | None = Field(
+        default=None, description="who said it (a conversation's speaker, a chat's role); matched and preferred"
+    )
+    session_id: NonBlankLabel | None = Field(
+        default=None, description="the conversation it belongs to: BM25 reads it with the turns before it"
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -49,16 +49,20 @@ from .scopes import ADMIN, READ, SCOPES, WRITE
 from .sentences import INFORMATIVE_WORDS, SENTENCE_END, carries, key_sentence, normalise
 from .settings import DATABASE_SCHEMES, RetrievalSettings, available_cpus, default_model_path
 from .texts import (
+    MAX_UNITS,
     SESSION_CONTEXT_CHARS,
     SESSION_CONTEXT_TURNS,
     bm25_text,
+    context_line,
     embed_digest,
     embedding_text,
     memory_digest,
     session_context,
+    spoken,
     tenant_digest,
     tenant_of,
     text_sha256,
+    unit_texts,
 )
 from .timing import Phases, timed
 from .validation import (
@@ -97,6 +101,7 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_RECALL_LIMIT",
     "MAX_SEARCH_LIMIT",
+    "MAX_UNITS",
     "MAX_WILDCARDS",
     "READ",
     "SCOPES",
@@ -135,6 +140,7 @@ __all__ = [
     "check_query",
     "check_range",
     "check_unit",
+    "context_line",
     "default_model_path",
     "embed_digest",
     "embedding_text",
@@ -150,9 +156,11 @@ __all__ = [
     "path_pattern",
     "require",
     "session_context",
+    "spoken",
     "tenant_digest",
     "tenant_of",
     "text_sha256",
     "timed",
+    "unit_texts",
     "utc_now",
 ]

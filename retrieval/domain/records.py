@@ -85,6 +85,7 @@ class Memory:
     confidence: float = 0.5
     source: str = ""
     session_id: str | None = None
+    speaker: str | None = None  # who said it (a conversation's speaker, a chat's role); matched and preferred
     metadata: dict[str, Any] = field(default_factory=dict)
     created_at: str = ""
     updated_at: str = ""

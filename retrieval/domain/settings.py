@@ -75,6 +75,12 @@ class RetrievalSettings(BaseSettings):
     embedding_cache_path: Path | None = Field(
         default=None, description="SQLite file of the embedding cache; default inside data_dir"
     )
+    dense_units: Literal["whole", "sentences", "sentences+pairs"] = Field(
+        default="sentences",
+        description="what the dense side matches a memory by besides its whole text: each sentence of a memory "
+        "of more than one sentence, and with +pairs a turn together with the question before it; a change "
+        "rebuilds the embedded index at the next start",
+    )
     dedupe_similarity: float = Field(default=0.95, gt=0.0, le=1.0)
     search_min_score: float = Field(default=0.35, ge=0.0, le=1.0)
     recency_half_life_days: float = Field(default=30.0, gt=0.0)

@@ -1,29 +1,37 @@
 """What text a memory is embedded and indexed with, and the digests that key its cached vectors.
 
-The dense vector embeds a memory's content alone; BM25 indexes the content together with the turns
-written just before it in the same session (its stored `context`). The embedding cache keys a vector
-by its tenant's digest of the embedded text, so that one tenant's entries never make another's
-writes or queries fast.
+A memory is said by someone: its text is "speaker: content" when it has a speaker (a conversation's
+speaker, a chat's role), else its content. The dense side embeds that text whole and, for a memory of
+more than one sentence, each sentence as its own unit (the memory is matched by its best unit). BM25
+indexes the text together with the turns written just before it in the same session (its stored
+`context`) and the month it occurred. The embedding cache keys a vector by its tenant's digest of the
+embedded text, so that one tenant's entries never make another's writes or queries fast.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from datetime import datetime
 
 from .records import Memory
+from .sentences import SENTENCE_END
 
 __all__ = [
+    "MAX_UNITS",
     "SESSION_CONTEXT_CHARS",
     "SESSION_CONTEXT_TURNS",
     "bm25_text",
+    "context_line",
     "embed_digest",
     "embedding_text",
     "memory_digest",
     "session_context",
+    "spoken",
     "tenant_digest",
     "tenant_of",
     "text_sha256",
+    "unit_texts",
 ]
 
 # BM25 indexes a memory together with the turns written just before it in the same session: in a
@@ -31,22 +39,70 @@ __all__ = [
 # Measured on LoCoMo dev (docs/evaluation.md): 0 turns R@10 0.687, 1 turn 0.733, 2 turns 0.760
 # (hybrid). The dense vector embeds the memory alone, which measured better than with context.
 SESSION_CONTEXT_TURNS = 2
-SESSION_CONTEXT_CHARS = 600  # per turn, so that one long turn cannot swamp its neighbour
+SESSION_CONTEXT_CHARS = 600  # per turn (context_line)
+
+
+# A memory of more than this many sentences is matched by this many units of consecutive sentences,
+# so that one long text cannot cost more than this many vectors (64 KiB of content is ~700 sentences).
+MAX_UNITS = 16
+
+
+def spoken(content: str, speaker: str | None) -> str:
+    """A text as its speaker said it: "speaker: content", or the content when nobody is named."""
+    return f"{speaker}: {content}" if speaker else content
 
 
 def embedding_text(memory: Memory) -> str:
-    """The text whose dense embedding represents a memory: its content alone."""
-    return memory.content
+    """The text whose dense embedding represents a memory as a whole: what its speaker said."""
+    return spoken(memory.content, memory.speaker)
+
+
+def unit_texts(memory: Memory, pairs: bool = False) -> list[str]:
+    """The units a memory is also matched by besides its whole text: its sentences ("speaker: sentence"),
+    none for a single sentence; with `pairs`, also the turn after the question before it in its session.
+
+    A turn of a conversation often says two things; embedded whole, each pulls the vector away from
+    the other, and a question about one of them matches the sentence better than the turn (measured
+    in docs/evaluation.md). Past MAX_UNITS sentences, consecutive ones are joined into MAX_UNITS units.
+    """
+    sentences = [s for s in SENTENCE_END.split(" ".join(memory.content.split())) if s]
+    units: list[str] = []
+    if len(sentences) > 1:
+        if len(sentences) > MAX_UNITS:
+            size = -(-len(sentences) // MAX_UNITS)
+            sentences = [" ".join(sentences[i : i + size]) for i in range(0, len(sentences), size)]
+        units = [spoken(sentence, memory.speaker) for sentence in sentences]
+    if pairs and memory.context:
+        previous = memory.context.rsplit("\n", 1)[-1]
+        if "?" in previous:
+            units.append(f"{previous}\n{embedding_text(memory)}")
+    return units
 
 
 def bm25_text(memory: Memory) -> str:
-    """The text BM25 indexes: the session context written before the memory, then its content."""
-    return f"{memory.context}\n{memory.content}" if memory.context else memory.content
+    """The text BM25 indexes: the session context written before the memory, what its speaker said,
+    and the month it occurred ("May 2023"), so that a question naming the month or the year finds it.
+    Not the day: its number would match every number a question holds ("note 2" on the 2nd); the
+    day is the date window's (ranking/dates.py)."""
+    parts = [memory.context, embedding_text(memory), _month(memory.occurred_at)]
+    return "\n".join(part for part in parts if part)
 
 
-def session_context(turns: Sequence[str]) -> str | None:
-    """The stored context of a memory from the contents that precede it in its session."""
-    kept = [turn[:SESSION_CONTEXT_CHARS] for turn in turns[-SESSION_CONTEXT_TURNS:]]
+def _month(occurred_at: str) -> str | None:
+    if not occurred_at:
+        return None
+    return f"{datetime.fromisoformat(occurred_at.replace('Z', '+00:00')):%B %Y}"
+
+
+def context_line(content: str, speaker: str | None) -> str:
+    """How an earlier turn appears in a later turn's context, on one line: its speaker and its first
+    SESSION_CONTEXT_CHARS characters, so that one long turn cannot swamp its neighbour."""
+    return spoken(" ".join(content[:SESSION_CONTEXT_CHARS].split()), speaker)
+
+
+def session_context(lines: Sequence[str]) -> str | None:
+    """The stored context of a memory from the context lines of the turns before it in its session."""
+    kept = list(lines[-SESSION_CONTEXT_TURNS:])
     return "\n".join(kept) if kept else None
 
 

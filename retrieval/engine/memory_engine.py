@@ -30,20 +30,31 @@ from ..domain import (
     bm25_text,
     embed_digest,
     embedding_text,
+    memory_digest,
+    unit_texts,
     utc_now,
 )
 from ..encoding import CachedEmbedder, Embedder, EmbeddingCache, SparseEncoder, open_embedder
 from ..index import IndexFilter, VectorIndex, open_index, point_for
-from ..ranking import TokenCounter, token_counter
+from ..ranking import TokenCounter, query_window, token_counter
 from ..storage import MODEL_KEYS, FreeSpace, MemoryStore, UnitOfWork, lock_data_dir, map_sql_faults, secure_data_dir
 from .read_tracking import ReadTracker
 from .replica import ChangeFollower, HeldVersions
 
-__all__ = ["INDEX_BATCH", "MemoryEngine"]
+__all__ = ["INDEX_BATCH", "LAYOUT_KEY", "MemoryEngine", "index_layout"]
 
 log = logging.getLogger("xmemo.engine")
 
 INDEX_BATCH = 512
+# What the index holds for a memory besides the model's vectors (domain/texts.py: the dense units, the
+# BM25 text). An index built with another layout is rebuilt from the system of record: the embedded one
+# at the next start by itself, a Qdrant server's collection by `xmemo reindex`. The embedded index keeps
+# its layout in a file beside it (each process has its own), a server's is in the record's meta.
+LAYOUT_KEY = "index_layout"
+
+
+def index_layout(settings: RetrievalSettings) -> str:
+    return f"dense={settings.dense_units};bm25=speaker,context,month;v2"
 
 
 class MemoryEngine:
@@ -133,6 +144,20 @@ class MemoryEngine:
                 f"{self.embedder.name} ({self.sparse.name}). Run `xmemo reindex` to re-embed it."
             )
         dimension = int(stored.get("embedding_dimension") or self.embedder.dimension)
+        layout = index_layout(self.settings)
+        if not allow_model_change and not self.settings.qdrant_url and self._edge_layout() != layout:
+            if self.settings.edge_path.exists():
+                log.info("the embedded index was built with another layout; rebuilding it from the system of record")
+            fresh = self._fresh_edge_index(dimension)
+            self._layout_file.write_text(layout + "\n", encoding="utf-8")
+            return fresh
+        if not allow_model_change and self.settings.qdrant_url:
+            known = self.store.ensure_metas({LAYOUT_KEY: layout})
+            if known.get(LAYOUT_KEY) != layout:
+                raise ModelMismatchError(
+                    f"the Qdrant collection was built with the index layout {known.get(LAYOUT_KEY)}; this "
+                    f"release builds {layout}. Run `xmemo reindex` to rebuild it."
+                )
         if allow_model_change:
             if dimension != self.embedder.dimension and not self.settings.qdrant_url:
                 log.info(
@@ -155,6 +180,26 @@ class MemoryEngine:
                 with contextlib.suppress(IndexUnavailableError):
                     index.close()
             return self._fresh_edge_index(dimension)
+
+    @property
+    def _layout_file(self) -> Path:
+        return self.settings.data_dir / "index-layout"
+
+    def _edge_layout(self) -> str | None:
+        """The layout the embedded index was built with; None when there is no index or it predates the file."""
+        if not self.settings.edge_path.exists():
+            return None
+        try:
+            return self._layout_file.read_text(encoding="utf-8").strip()
+        except FileNotFoundError:
+            return None
+
+    def _record_layout(self) -> None:
+        layout = index_layout(self.settings)
+        if self.settings.qdrant_url:
+            self.store.set_metas({LAYOUT_KEY: layout})
+        else:
+            self._layout_file.write_text(layout + "\n", encoding="utf-8")
 
     def _model_meta(self) -> dict[str, str]:
         """What the record says this store is embedded with (storage/store.py MODEL_KEYS)."""
@@ -186,6 +231,8 @@ class MemoryEngine:
             self.index.search(dense, self.sparse.query(query), IndexFilter(visibility=("owner:",)), 1, 1)
         with self.phases("load the token counter"):
             self.tokens.count(query)
+        with self.phases("load the date parser"):
+            query_window("what happened last Saturday", self.clock())
 
     def _abandon(self) -> None:
         """Close what a failed open had opened, newest first, and let the data dir go."""
@@ -243,14 +290,36 @@ class MemoryEngine:
         with map_sql_faults("the embedding cache failed"):
             return self.embedder.embed_with_digests(texts, [embed_digest(m) for m in memories])
 
+    def units_for(self, memories: Sequence[Memory]) -> list[np.ndarray | None]:
+        """The vectors of each memory's dense units (domain/texts.py unit_texts), from the cache or
+        encoded; None for a memory matched by its whole text alone."""
+        if self.settings.dense_units == "whole":
+            return [None] * len(memories)
+        pairs = self.settings.dense_units == "sentences+pairs"
+        per_memory = [unit_texts(m, pairs) for m in memories]
+        texts = [text for units in per_memory for text in units]
+        if not texts:
+            return [None] * len(memories)
+        digests = [memory_digest(m, text) for m, units in zip(memories, per_memory, strict=True) for text in units]
+        with map_sql_faults("the embedding cache failed"):
+            vectors = self.embedder.embed_with_digests(texts, digests)
+        found: list[np.ndarray | None] = []
+        start = 0
+        for units in per_memory:
+            found.append(vectors[start : start + len(units)] if units else None)
+            start += len(units)
+        return found
+
     def sync(self, memories: Sequence[Memory], vectors: np.ndarray | None = None) -> None:
         """Write these records' current versions to the index, then record that it holds them
         (INDEX_BATCH at a time)."""
         for start in range(0, len(memories), INDEX_BATCH):
             batch = memories[start : start + INDEX_BATCH]
             dense = vectors[start : start + INDEX_BATCH] if vectors is not None else self.vectors_for(batch)
+            units = self.units_for(batch)
             points = [
-                point_for(m, dense[i], self.sparse.document(bm25_text(m), m.semantic_key)) for i, m in enumerate(batch)
+                point_for(m, dense[i], self.sparse.document(bm25_text(m), m.semantic_key), units[i])
+                for i, m in enumerate(batch)
             ]
             self.space.check()
             self.index.upsert(points)
@@ -334,6 +403,7 @@ class MemoryEngine:
             self.index.flush()
             self.index.optimize()
             self.store.set_metas(self._model_meta())
+            self._record_layout()
             if self.follower is not None:  # follow on from before the rebuild (replaying is idempotent)
                 self.follower.seq = mark
                 self.follower.checkpoint()

@@ -31,10 +31,20 @@ SPARSE = "bm25"
 
 @dataclass(frozen=True, slots=True)
 class IndexPoint:
+    """A memory in the index: its whole-text vector, the vectors of its sentence units (none for a
+    single sentence), its BM25 vector and its payload. The dense side stores [whole, *units] as one
+    multivector compared by MaxSim, so a single query vector scores a memory by its best unit."""
+
     id: str
     dense: np.ndarray
     sparse: SparseVector
     payload: dict[str, Any]
+    units: np.ndarray | None = None
+
+    def dense_matrix(self) -> list[list[float]]:
+        """The stored multivector: the whole-text vector first, then the units."""
+        rows = [self.dense] if self.units is None or not len(self.units) else [self.dense, *self.units]
+        return [row.tolist() for row in rows]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,9 +53,10 @@ class IndexHit:
     score: float
     occurred_ts: float = 0.0
     importance: float = 0.5
+    speaker: str | None = None
 
 
-RANKING_FIELDS = ["occurred_ts", "importance"]
+RANKING_FIELDS = ["occurred_ts", "importance", "speaker"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,18 +111,20 @@ def payload_for(memory: Memory) -> dict[str, Any]:
         "version": memory.version,
         "importance": memory.importance,
         "occurred_ts": datetime.fromisoformat(memory.occurred_at.replace("Z", "+00:00")).timestamp(),
+        "speaker": memory.speaker,
     }
 
 
-def point_for(memory: Memory, dense: np.ndarray, sparse: SparseVector) -> IndexPoint:
-    return IndexPoint(id=memory.id, dense=dense, sparse=sparse, payload=payload_for(memory))
+def point_for(memory: Memory, dense: np.ndarray, sparse: SparseVector, units: np.ndarray | None = None) -> IndexPoint:
+    return IndexPoint(id=memory.id, dense=dense, sparse=sparse, payload=payload_for(memory), units=units)
 
 
 KEYWORD_FIELDS = ("owner_id", "visibility", "bucket", "scope", "path", "type", "status")
 
 
 class VectorIndex(Protocol):
-    """Dense (cosine) plus BM25 sparse (IDF modifier) vectors with filterable payloads."""
+    """Dense (cosine, a multivector compared by MaxSim) plus BM25 sparse (IDF modifier) vectors with
+    filterable payloads."""
 
     backend: str
 
@@ -133,10 +146,12 @@ class VectorIndex(Protocol):
         ...
 
     def dense_scores(self, dense: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
-        """Exact cosine of `dense` with each of these points (those that exist)."""
+        """Exact score of `dense` with each of these points (those that exist): its best unit's cosine."""
         ...
 
-    def dense_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]: ...
+    def dense_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The whole-text vector of each of these points (those that exist)."""
+        ...
 
     def iter_ids(self) -> Iterator[str]: ...
 
@@ -161,6 +176,11 @@ class VectorIndex(Protocol):
 
 def hit_from(point_id: str, score: float, payload: dict[str, Any] | None) -> IndexHit:
     payload = payload or {}
+    speaker = payload.get("speaker")
     return IndexHit(
-        point_id, float(score), float(payload.get("occurred_ts", 0.0)), float(payload.get("importance", 0.5))
+        point_id,
+        float(score),
+        float(payload.get("occurred_ts", 0.0)),
+        float(payload.get("importance", 0.5)),
+        speaker if isinstance(speaker, str) else None,
     )

@@ -51,7 +51,13 @@ class EdgeIndex:
 
     def _config(self) -> qe.EdgeConfig:
         return qe.EdgeConfig(
-            vectors={DENSE: qe.EdgeVectorParams(size=self.dimension, distance=qe.Distance.Cosine)},
+            vectors={
+                DENSE: qe.EdgeVectorParams(
+                    size=self.dimension,
+                    distance=qe.Distance.Cosine,
+                    multivector_config=qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim),
+                )
+            },
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
             max_search_threads=self.search_threads,
         )
@@ -101,7 +107,7 @@ class EdgeIndex:
                 probe = [1.0 / np.sqrt(self.dimension)] * self.dimension
                 self._shard.query(
                     qe.QueryRequest(
-                        limit=1, query=qe.Query.Nearest(probe, using=DENSE), params=qe.SearchParams(exact=True)
+                        limit=1, query=qe.Query.Nearest([probe], using=DENSE), params=qe.SearchParams(exact=True)
                     )
                 )
 
@@ -111,7 +117,7 @@ class EdgeIndex:
         edge_points = [
             qe.Point(
                 p.id,
-                {DENSE: p.dense.tolist(), SPARSE: qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))},
+                {DENSE: p.dense_matrix(), SPARSE: qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))},
                 p.payload,
             )
             for p in points
@@ -143,7 +149,7 @@ class EdgeIndex:
             requests.append(
                 qe.QueryRequest(
                     limit=dense_limit,
-                    query=qe.Query.Nearest(dense.tolist(), using=DENSE),
+                    query=qe.Query.Nearest([dense.tolist()], using=DENSE),
                     filter=condition,
                     with_payload=RANKING_FIELDS,
                 )
@@ -172,7 +178,7 @@ class EdgeIndex:
             return {}
         request = qe.QueryRequest(
             limit=len(ids),
-            query=qe.Query.Nearest(dense.tolist(), using=DENSE),
+            query=qe.Query.Nearest([dense.tolist()], using=DENSE),
             filter=qe.Filter(must=[qe.HasIdCondition(set(ids))]),
         )
         with map_edge_faults():
@@ -184,7 +190,7 @@ class EdgeIndex:
             return {}
         with map_edge_faults():
             records = self._shard.retrieve(list(ids), with_payload=False, with_vector=[DENSE])
-        return {str(r.id): np.asarray(r.vector[DENSE], dtype=np.float32) for r in records}  # type: ignore[call-overload, index]
+        return {str(r.id): np.asarray(r.vector[DENSE][0], dtype=np.float32) for r in records}  # type: ignore[call-overload, index]
 
     def iter_ids(self) -> Iterator[str]:
         offset = None

@@ -63,7 +63,13 @@ class ServerIndex:
             return
         self._client.create_collection(
             self.collection,
-            vectors_config={DENSE: models.VectorParams(size=self.dimension, distance=models.Distance.COSINE)},
+            vectors_config={
+                DENSE: models.VectorParams(
+                    size=self.dimension,
+                    distance=models.Distance.COSINE,
+                    multivector_config=models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM),
+                )
+            },
             sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
         )
         with warnings.catch_warnings():  # local mode warns that payload indexes are a server feature
@@ -78,7 +84,7 @@ class ServerIndex:
             models.PointStruct(
                 id=p.id,
                 vector={
-                    DENSE: p.dense.tolist(),
+                    DENSE: p.dense_matrix(),
                     SPARSE: models.SparseVector(indices=list(p.sparse.indices), values=list(p.sparse.values)),
                 },
                 payload=p.payload,
@@ -108,7 +114,7 @@ class ServerIndex:
         if dense is not None and dense_limit > 0:
             requests.append(
                 models.QueryRequest(
-                    query=dense.tolist(),
+                    query=[dense.tolist()],
                     using=DENSE,
                     limit=dense_limit,
                     filter=condition,
@@ -140,7 +146,7 @@ class ServerIndex:
         response = self._call(
             self._client.query_points,
             self.collection,
-            query=dense.tolist(),
+            query=[dense.tolist()],
             using=DENSE,
             limit=len(ids),
             query_filter=models.Filter(must=[models.HasIdCondition(has_id=list(ids))]),
@@ -151,7 +157,7 @@ class ServerIndex:
         if not ids:
             return {}
         records = self._call(self._client.retrieve, self.collection, ids=list(ids), with_vectors=[DENSE])
-        return {str(r.id): np.asarray(r.vector[DENSE], dtype=np.float32) for r in records}  # type: ignore[call-overload, index]
+        return {str(r.id): np.asarray(r.vector[DENSE][0], dtype=np.float32) for r in records}  # type: ignore[call-overload, index]
 
     def iter_ids(self) -> Iterator[str]:
         offset = None

@@ -33,16 +33,21 @@ class FusedCandidate:
     bm25_score: float | None
     occurred_ts: float = 0.0
     importance: float = 0.5
+    speaker: str | None = None
 
 
 def _channels(dense: Sequence[IndexHit], bm25: Sequence[IndexHit]) -> dict[str, list]:  # type: ignore[type-arg]
-    """id -> [dense rank, dense score, bm25 rank, bm25 score, occurred_ts, importance]."""
+    """id -> [dense rank, dense score, bm25 rank, bm25 score, occurred_ts, importance, speaker]."""
     table: dict[str, list] = {}  # type: ignore[type-arg]
     for rank, hit in enumerate(dense, start=1):
-        table.setdefault(hit.id, [None, None, None, None, hit.occurred_ts, hit.importance])[0:2] = [rank, hit.score]
+        table.setdefault(hit.id, _row(hit))[0:2] = [rank, hit.score]
     for rank, hit in enumerate(bm25, start=1):
-        table.setdefault(hit.id, [None, None, None, None, hit.occurred_ts, hit.importance])[2:4] = [rank, hit.score]
+        table.setdefault(hit.id, _row(hit))[2:4] = [rank, hit.score]
     return table
+
+
+def _row(hit: IndexHit) -> list:  # type: ignore[type-arg]
+    return [None, None, None, None, hit.occurred_ts, hit.importance, hit.speaker]
 
 
 def _ranked(table: dict[str, list], scores: dict[str, float]) -> list[FusedCandidate]:  # type: ignore[type-arg]
@@ -60,7 +65,7 @@ def fuse_rrf(
     """Weighted reciprocal rank fusion over the union of both channels, best first."""
     table = _channels(dense, bm25)
     scores = {}
-    for memory_id, (d_rank, _, b_rank, _, _, _) in table.items():
+    for memory_id, (d_rank, _, b_rank, *_) in table.items():
         score = 0.0
         if d_rank is not None:
             score += dense_weight / (k + d_rank)
@@ -91,7 +96,7 @@ def fuse_convex(
     best_dense = max((hit.score for hit in dense), default=0.0)
     best_bm25 = max((hit.score for hit in bm25), default=0.0)
     scores = {}
-    for memory_id, (_, d_score, _, b_score, _, _) in table.items():
+    for memory_id, (_, d_score, _, b_score, *_) in table.items():
         dense_part = (d_score + 1.0) / (best_dense + 1.0) if d_score is not None and best_dense > -1.0 else 0.0
         bm25_part = b_score / best_bm25 if b_score is not None and best_bm25 > 0 else 0.0
         scores[memory_id] = alpha * dense_part + (1.0 - alpha) * bm25_part

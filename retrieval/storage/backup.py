@@ -34,7 +34,7 @@ def line_owner(owner: str | None, line: dict[str, Any]) -> str:
 
 
 def content_id(memory: Memory, occurred_at: str | None) -> str:
-    """A line's id when it has none: the same memory (owner, team, place, content, session, time) the same id.
+    """A line's id when it has none: the same memory (owner, team, place, content, session, time, speaker) the same id.
 
     `occurred_at` is the time the line gave, if any (not the import time, which differs on every run).
     """
@@ -48,4 +48,6 @@ def content_id(memory: Memory, occurred_at: str | None) -> str:
         memory.session_id,
         occurred_at,
     ]
+    if memory.speaker is not None:  # only when set, so that a line without one keeps the id it always had
+        described.append(memory.speaker)
     return str(uuid.uuid5(_LINES, json.dumps(described, ensure_ascii=False)))

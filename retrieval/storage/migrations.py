@@ -156,11 +156,17 @@ def _m004_replicas(connection: Connection) -> None:
         connection.execute(text(f"CREATE INDEX IF NOT EXISTS ix_{name}_seq ON {name} (seq)"))
 
 
+def _m005_speaker(connection: Connection) -> None:
+    """Who said a memory: a conversation's speaker or a chat's role, which recall matches and prefers."""
+    connection.execute(text("ALTER TABLE memories ADD COLUMN speaker VARCHAR"))
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_initial", _m001_initial),
     ("m002_audit_tenancy", _m002_audit_tenancy),
     ("m003_one_active_key", _m003_one_active_key),
     ("m004_replicas", _m004_replicas),
+    ("m005_speaker", _m005_speaker),
 ]  # append new steps; never edit or reorder an applied one
 
 

@@ -18,7 +18,16 @@ from sqlalchemy import Engine, and_, bindparam, func, or_, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from ..domain import ConflictError, Memory, MemoryStatus, MemoryType, ReadFilters, format_time, utc_now
+from ..domain import (
+    ConflictError,
+    Memory,
+    MemoryStatus,
+    MemoryType,
+    ReadFilters,
+    context_line,
+    format_time,
+    utc_now,
+)
 from .data_dir import FreeSpace
 from .database import open_engine
 from .listing import Listing, json_field
@@ -249,17 +258,18 @@ class MemoryStore:
         return find_active_by_key(connection, column, key, owner_id, bucket, scope, team_id)
 
     def session_tail(self, owner_id: str, session_id: str, turns: int) -> list[str]:
-        """The contents of the last `turns` memories written to this owner's session, oldest first."""
+        """The context lines (domain/texts.py context_line) of the last `turns` memories written to this
+        owner's session, oldest first."""
         c = memories.c
         statement = (
-            select(c.content)
+            select(c.content, c.speaker)
             .where(c.owner_id == owner_id, c.session_id == session_id)
             .order_by(insertion_order("memories", self.sql_engine.dialect.name).desc())
             .limit(turns)
         )
         with self.sql_engine.connect() as connection:
             rows = list(connection.execute(statement))
-        return [row[0] for row in reversed(rows)]
+        return [context_line(row[0], row[1]) for row in reversed(rows)]
 
     def ids_matching(self, filters: ReadFilters) -> list[str]:
         with self.sql_engine.connect() as connection:

@@ -15,6 +15,7 @@ from ..domain import (
     Principal,
     ValidationError,
     check_key,
+    context_line,
     format_time,
     optional_time,
     require,
@@ -56,6 +57,7 @@ def record_from_line(principal: Principal | None, line: dict[str, Any], now: str
         metadata=line.get("metadata") or {},
         session_id=line.get("session_id"),
         occurred_at=line.get("occurred_at"),
+        speaker=line.get("speaker"),
     )
     memory = new_memory(_line_principal(principal, line), request, now, auto_type(request))
     restored: dict[str, Any] = {"id": content_id(memory, optional_time(line.get("occurred_at"), "occurred_at"))}
@@ -116,7 +118,7 @@ def import_records(
         require(principal, WRITE)
     counts = {"imported": 0, "skipped": 0, "keyed": 0}
     batch: list[Memory] = []
-    tails: dict[tuple[str, str], list[str]] = {}  # (owner, session) -> contents written so far
+    tails: dict[tuple[str, str], list[str]] = {}  # (owner, session) -> context lines written so far
 
     def with_context(memory: Memory) -> Memory:
         if memory.session_id is None:
@@ -127,7 +129,7 @@ def import_records(
         turns = tails[key]
         if memory.context is None:
             memory = replace(memory, context=session_context(turns))
-        turns.append(memory.content)
+        turns.append(context_line(memory.content, memory.speaker))
         del turns[:-SESSION_CONTEXT_TURNS]
         return memory
 
@@ -186,4 +188,5 @@ def _request_of(memory: Memory) -> RememberRequest:
         metadata=memory.metadata,
         session_id=memory.session_id,
         occurred_at=memory.occurred_at,
+        speaker=memory.speaker,
     )

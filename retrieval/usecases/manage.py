@@ -34,6 +34,7 @@ from ..domain import (
     check_path,
     check_range,
     check_unit,
+    context_line,
     embed_digest,
     format_time,
     member_team,
@@ -389,7 +390,9 @@ def _drop_from_contexts(
         texts = [memory.content] + [
             v["content"] for i, v in earlier if i == memory.id and isinstance(v.get("content"), str)
         ]
-        for snippet in {text[:SESSION_CONTEXT_CHARS] for text in texts}:
+        # a line as context_line writes it, and as releases before it wrote it (the raw first characters)
+        snippets = {context_line(t, memory.speaker) for t in texts} | {t[:SESSION_CONTEXT_CHARS] for t in texts}
+        for snippet in snippets:
             for other in work.with_context_containing(memory.owner_id, memory.session_id, snippet):
                 context = rewritten.get(other.id, other.context)
                 if other.id in gone or context is None:

@@ -25,7 +25,10 @@ from ..domain import (
     check_field,
     check_query,
     check_range,
+    optional_time,
+    parse_time,
     require,
+    spoken,
 )
 from ..engine import MemoryEngine
 from ..ranking import Collapsed, PackCandidate, collapse_restatements, pack_context
@@ -111,26 +114,39 @@ def recall_context(
     memory_type: str | None = None,
     relevance_floor: float | None = None,
     query_vector: np.ndarray | None = None,
+    as_of: str | None = None,
 ) -> ContextPack:
     """The bounded context pack: ranked memories packed under `max_items` and exact `max_tokens`.
 
-    `relevance_floor` overrides the settings' pack_relevance_floor (evaluation sweeps);
-    `query_vector` is the query's vector from `prepare_read`, when the caller awaited it.
+    `as_of` (ISO 8601 with a zone) is when the question is asked, default now: dates in the query
+    ("last Saturday", "in May") resolve against it. `relevance_floor` overrides the settings'
+    pack_relevance_floor (evaluation sweeps); `query_vector` is the query's vector from
+    `prepare_read`, when the caller awaited it.
     """
     query = check_query(query)
+    asked = optional_time(as_of, "as_of")
     check_range(max_items, "max_items", 1, MAX_PACK_ITEMS)
     check_range(max_tokens, "max_tokens", 1, MAX_PACK_TOKENS)
     filters = read_filters(
         principal, team_id=team_id, bucket=bucket, scope=scope, path_filter=path_filter, memory_type=memory_type
     )
     retrieval = hybrid_retrieve(
-        engine, filters, query, depth=max(CANDIDATE_DEPTH, 3 * max_items), query_vector=query_vector
+        engine,
+        filters,
+        query,
+        depth=max(CANDIDATE_DEPTH, 3 * max_items),
+        query_vector=query_vector,
+        as_of=parse_time(asked, field_name="as_of") if asked else None,
     )
     window, collapsed = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * max_items))
     floor = engine.settings.pack_relevance_floor if relevance_floor is None else relevance_floor
     ranked = _above_floor(window, floor)
     candidates = [
-        PackCandidate(h.memory.id, f"{_date(h.memory)} · {h.memory.type.value} · {h.memory.path}", h.memory.content)
+        PackCandidate(
+            h.memory.id,
+            f"{_date(h.memory)} · {h.memory.type.value} · {h.memory.path}",
+            spoken(h.memory.content, h.memory.speaker),
+        )
         for h in ranked
     ]
     pack = pack_context(candidates, max_items, max_tokens, engine.tokens)

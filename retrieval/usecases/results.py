@@ -8,7 +8,7 @@ same objects (usecases/mcp_text.py).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..domain import Memory
@@ -118,6 +118,7 @@ class RetrievalPlan:
     fusion: Mapping[str, Any]
     ranking: Mapping[str, Any]
     candidates: Candidates = Candidates()
+    query: Mapping[str, Any] = field(default_factory=dict)  # what the query was read to say: as_of, speaker, time
     relevance_floor: float | None = None
     items: tuple[Mapping[str, Any], ...] = ()
     collapsed: tuple[Collapsed, ...] = ()
@@ -130,6 +131,7 @@ class RetrievalPlan:
             "fusion": dict(self.fusion),
             "ranking": dict(self.ranking),
             "candidates": self.candidates.to_dict(),
+            "query": dict(self.query),
             "relevance_floor": self.relevance_floor,
             "items": [dict(item) for item in self.items],
             "collapsed": [c.to_dict() for c in self.collapsed],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import numpy as np
@@ -25,7 +26,21 @@ from ..domain import (
 )
 from ..engine import MemoryEngine
 from ..index import IndexFilter, IndexHit
-from ..ranking import RRF_K, W_IMPORTANCE, W_RECENCY, FusedCandidate, Ranked, fuse_convex, fuse_rrf, rank_candidates
+from ..ranking import (
+    DATE_BOOST,
+    RRF_K,
+    SPEAKER_PRIOR,
+    W_IMPORTANCE,
+    W_RECENCY,
+    FusedCandidate,
+    Ranked,
+    addressed_speaker,
+    fuse_convex,
+    fuse_rrf,
+    query_window,
+    rank_candidates,
+    with_priors,
+)
 from .results import Candidates, RetrievalPlan
 
 __all__ = [
@@ -148,11 +163,17 @@ def hybrid_retrieve(
     strategy: Strategy = "hybrid",
     alpha: float | None = None,
     query_vector: np.ndarray | None = None,
+    as_of: datetime | None = None,
+    speaker_prior: bool = True,
+    date_window: bool = True,
 ) -> Retrieval:
-    """Rank the memories `filters` admits for `query`: both channels, union, fuse, blend. Best first.
+    """Rank the memories `filters` admits for `query`: both channels, union, fuse, the priors of the
+    speaker it asks about and the time it names, blend. Best first.
 
     `alpha` overrides the dense weight of the fusion (evaluation sweeps); None is the production one.
     `query_vector` is the query's dense vector when the caller already has it (`prepare_read`).
+    `as_of` is when the question is asked (default now): "last Saturday" is the Saturday before it.
+    `speaker_prior` and `date_window` switch those priors off for the evaluation's ablations.
     """
     alpha = FUSION["alpha"] if alpha is None else alpha
     ids = None
@@ -173,6 +194,9 @@ def hybrid_retrieve(
             "w_importance": W_IMPORTANCE,
             "recency_half_life_days": engine.settings.recency_half_life_days,
             "min_dense_match": MIN_DENSE_MATCH,
+            "dense_units": engine.settings.dense_units,
+            "speaker_prior": SPEAKER_PRIOR,
+            "date_boost": DATE_BOOST,
         },
     )
     if ids is not None and not ids:
@@ -187,6 +211,19 @@ def hybrid_retrieve(
     sparse_query = engine.sparse.query(query) if "bm25" in channels else None
     flt = IndexFilter.from_read_filters(filters, ids)
     dense_hits, bm25_hits = engine.index.search(dense_query, sparse_query, flt, depth, depth)
+    addressed = None
+    if strategy == "hybrid" and speaker_prior:
+        addressed = addressed_speaker(query, {h.speaker for h in (*dense_hits, *bm25_hits) if h.speaker})
+        if addressed is not None and addressed.query != query:
+            # Both channels again without the name: it is in every one of that speaker's memories, so it
+            # only pulls in the others' mentions of them, and an adversarial question naming the wrong
+            # person would otherwise match on the name alone. A second query vector: named queries only.
+            dense_query = engine.embedder.embed_query(addressed.query, tenant=tenant_of(filters.owner_id, None))
+            dense_hits, bm25_hits = engine.index.search(
+                dense_query, engine.sparse.query(addressed.query), flt, depth, depth
+            )
+    moment = as_of or engine.clock()
+    window = query_window(query, moment) if strategy == "hybrid" and date_window else None
     fill = (
         _dense_fill(engine, dense_query, dense_hits, bm25_hits)
         if strategy == "hybrid" and dense_query is not None
@@ -197,6 +234,7 @@ def hybrid_retrieve(
         for c in _fuse(dense_hits, bm25_hits, strategy, fill, alpha)
         if c.bm25_rank is not None or (c.dense_score is not None and c.dense_score >= MIN_DENSE_MATCH)
     ]
+    fused = with_priors(fused, addressed.speaker if addressed else None, window)
     ranked = rank_candidates(fused, engine.clock(), engine.settings.recency_half_life_days)
     candidates = Candidates(
         dense=len(dense_hits),
@@ -204,7 +242,18 @@ def hybrid_retrieve(
         union=len({h.id for h in dense_hits} | {h.id for h in bm25_hits}),
         matched=len(ranked),
     )
-    return Retrieval(ranked, replace(plan, candidates=candidates), filters)
+    about = {
+        "as_of": moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "speaker": addressed.speaker if addressed else None,
+        "time_window": None
+        if window is None
+        else {
+            "phrase": window.phrase,
+            "start": datetime.fromtimestamp(window.start, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "end": datetime.fromtimestamp(window.end, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        },
+    }
+    return Retrieval(ranked, replace(plan, candidates=candidates, query=about), filters)
 
 
 # A read that stays in the process is small enough to run on a service's event loop when it reads

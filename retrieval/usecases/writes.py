@@ -71,6 +71,7 @@ class RememberRequest:
     metadata: dict[str, Any] = field(default_factory=dict)
     session_id: str | None = None
     occurred_at: str | None = None
+    speaker: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,7 @@ def new_memory(principal: Principal, request: RememberRequest, now: str, memory_
         confidence=check_unit(request.confidence, "confidence"),
         source=check_field(request.source or "", "source"),
         session_id=check_field(request.session_id, "session_id") if request.session_id else None,
+        speaker=check_field(request.speaker, "speaker") if request.speaker else None,
         metadata=check_metadata(request.metadata),
         created_at=now,
         updated_at=now,

@@ -46,6 +46,8 @@ __all__ = [
 @click.option("--semantic-key", default=None)
 @click.option("--expires-at", default=None, help="ISO 8601 with a zone.")
 @click.option("--occurred-at", default=None, help="When it happened: ISO 8601 with a zone (default: now).")
+@click.option("--speaker", default=None, help="Who said it (a conversation's speaker, a chat's role).")
+@click.option("--session", "session_id", default=None, help="The conversation or session it belongs to.")
 @click.option("--bucket", default="personal", show_default=True)
 @click.option("--scope", default="")
 @click.option("--json", "as_json", is_flag=True)
@@ -60,6 +62,8 @@ def remember_command(
     semantic_key: str | None,
     expires_at: str | None,
     occurred_at: str | None,
+    speaker: str | None,
+    session_id: str | None,
     bucket: str,
     scope: str,
     as_json: bool,
@@ -74,6 +78,8 @@ def remember_command(
         semantic_key=semantic_key,
         expires_at=expires_at,
         occurred_at=occurred_at,
+        speaker=speaker,
+        session_id=session_id,
         bucket=bucket,
         scope=scope,
         source="cli",
@@ -148,15 +154,22 @@ def export_command(ctx: click.Context, owner: str | None, file: Path) -> None:
 @click.option("--owner", required=True)
 @click.option("--max-items", type=int, default=8, show_default=True)
 @click.option("--max-tokens", type=int, default=1500, show_default=True)
+@click.option(
+    "--as-of",
+    default=None,
+    help='When the question is asked, ISO 8601 with a zone (default: now); "last Saturday" resolves against it.',
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.argument("query")
 @click.pass_context
 def recall_context_command(
-    ctx: click.Context, owner: str, max_items: int, max_tokens: int, as_json: bool, query: str
+    ctx: click.Context, owner: str, max_items: int, max_tokens: int, as_of: str | None, as_json: bool, query: str
 ) -> None:
     """Print the context pack for QUERY (the MCP text; --json: the structured pack)."""
     with open_engine(ctx) as engine:
-        pack = recall_context(engine, Principal.local(owner), query, max_items=max_items, max_tokens=max_tokens)
+        pack = recall_context(
+            engine, Principal.local(owner), query, max_items=max_items, max_tokens=max_tokens, as_of=as_of
+        )
     if as_json:
         emit(pack)
     else:

@@ -168,7 +168,12 @@ def bench_command(
 
 
 @click.command("eval")
-@click.option("--dataset", "spec", required=True, help="scifact, locomo, a BEIR directory or a LoCoMo JSON file.")
+@click.option(
+    "--dataset",
+    "spec",
+    required=True,
+    help="scifact, locomo, longmemeval, a BEIR directory, a LoCoMo JSON file or a LongMemEval JSON lines file.",
+)
 @click.option("--strategy", "strategies", default="dense,bm25,rrf,hybrid", show_default=True)
 @click.option("--k", "ks", default="5,10", show_default=True, help="Comma list of cut-offs.")
 @click.option(
@@ -240,7 +245,12 @@ def eval_command(
     if lifecycle:
         _eval_lifecycle(dataset, as_json)
         return
-    report = evaluate(dataset, names, cutoffs, alpha=alpha, pack_floors=_floors(pack_floors))
+    if dataset.kind == "longmemeval":
+        from eval.longmemeval import evaluate_longmemeval
+
+        report = evaluate_longmemeval(dataset, names, alpha=alpha)
+    else:
+        report = evaluate(dataset, names, cutoffs, alpha=alpha, pack_floors=_floors(pack_floors))
     runs = report.pop("runs")
     report["checks"] = check_floors(report) if alpha is None else []  # floors hold for the production ranking
     if out_dir is not None:
@@ -250,6 +260,9 @@ def eval_command(
     else:
         for name, scores in report["strategies"].items():
             click.echo(f"{name:7s} " + "  ".join(f"{m} {v:.4f}" for m, v in scores.items() if m != "queries"))
+        for name, kinds in report.get("by_type", {}).items():
+            for kind, scores in kinds.items():
+                click.echo(f"{name:7s} {kind:27s} " + "  ".join(f"{m} {v:.4f}" for m, v in scores.items()))
         for row in report.get("pack_floors", []):
             click.echo("pack    " + "  ".join(f"{m} {v}" for m, v in row.items()))
         for check in report["checks"]:

@@ -59,6 +59,7 @@ class MemoryOut(BaseModel):
     confidence: float
     source: str
     session_id: str | None
+    speaker: str | None = None
     metadata: dict[str, Any]
     created_at: str
     updated_at: str
@@ -173,8 +174,6 @@ class ForgetOut(BaseModel):
 
 
 class BatchItem(NewMemoryFields):
-    session_id: NonBlankLabel | None = None
-
     def line(self) -> dict[str, Any]:
         line = self.model_dump()
         for name in ("expires_at", "occurred_at"):

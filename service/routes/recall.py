@@ -11,7 +11,15 @@ from retrieval.domain import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
 from retrieval.usecases import MAX_PROJECT_ID, project_context
 
 from ..loop_reads import read_for_query
-from ..schemas import NON_BLANK_LABEL, Label, MemoryTypeName, ProjectContextBody, QueryText, RecallContextBody
+from ..schemas import (
+    NON_BLANK_LABEL,
+    Label,
+    MemoryTypeName,
+    ProjectContextBody,
+    QueryText,
+    RecallContextBody,
+    iso,
+)
 from .deps import Caller, Engine
 from .responses import ContextPackOut, ProjectContextOut, SearchOut
 
@@ -40,6 +48,7 @@ async def recall_context_route(body: RecallContextBody, engine: Engine, principa
             max_items=body.max_items,
             max_tokens=body.max_tokens,
             query_vector=vector,
+            as_of=iso(body.as_of),
             **filters,
         ),
         items=body.max_items,

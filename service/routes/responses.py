@@ -71,10 +71,23 @@ class RetrievalPlanOut(BaseModel):
     fusion: dict[str, Any] = Field(description="the fusion method and its parameters")
     ranking: dict[str, Any] = Field(description="the recency and importance blend and its parameters")
     candidates: CandidatesOut
+    query: QueryReadingOut = Field(description="what the query was read to say")
     relevance_floor: float | None
     items: list[dict[str, Any]] = Field(description="each packed item's id and score components")
     collapsed: list[CollapsedOut] = Field(description="restatements collapsed into a packed item")
     dropped: list[DroppedOut] = Field(description="memories read for the pack and left out, with why")
+
+
+class TimeWindowOut(BaseModel):
+    phrase: str = Field(description="the date phrase of the query")
+    start: str
+    end: str
+
+
+class QueryReadingOut(BaseModel):
+    as_of: str | None = Field(default=None, description="when the question was asked: dates resolve against it")
+    speaker: str | None = Field(default=None, description="the speaker the query asks about, preferred")
+    time_window: TimeWindowOut | None = Field(default=None, description="the time the query names, preferred")
 
 
 class ContextPackOut(BaseModel):

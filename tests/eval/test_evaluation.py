@@ -1,4 +1,5 @@
-"""`xmemo eval` on the shared data: LoCoMo dev in full and a SciFact slice, through the production path."""
+"""`xmemo eval` on the shared data: LoCoMo dev in full, a SciFact slice and a LongMemEval slice, through
+the production path."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import ir_measures
 import pytest
 from ir_measures import R, nDCG
 
-from eval.datasets import load_beir, load_locomo
+from eval.datasets import load_beir, load_locomo, load_longmemeval
+from eval.longmemeval import question_scores
 from tests.support import ROOT, SHARED_DATA
 
 pytestmark = [
@@ -43,7 +45,8 @@ def test_loaders_keep_graded_and_multiple_judgements():
     locomo = load_locomo(SHARED_DATA / "locomo" / "locomo-dev.json")
     assert len(locomo.docs) == 2760
     first = locomo.docs[0]
-    assert first.text.startswith("Caroline: ") and first.occurred_at == "2023-05-08T13:56:00Z"
+    assert first.speaker == "Caroline" and first.occurred_at == "2023-05-08T13:56:00Z"
+    assert not first.text.startswith("Caroline: ")
     assert {q.category for q in locomo.queries} == {1, 2, 3, 4, 5}
     assert any(len(q.relevant) > 1 for q in locomo.queries)
 
@@ -164,3 +167,46 @@ def test_the_documented_commands_run_from_anywhere(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["dataset"] == "scifact-slice100"
+
+
+LONGMEMEVAL = SHARED_DATA / "longmemeval" / "longmemeval-s-dev.jsonl"
+
+
+def test_the_longmemeval_loader_keeps_each_question_its_haystack():
+    dataset = load_longmemeval(LONGMEMEVAL)
+    assert len(dataset.queries) == 55  # 56 less the one abstention question
+    assert not any(q.id.endswith("_abs") for q in dataset.queries)
+    first = dataset.queries[0]
+    assert first.kind == "knowledge-update" and first.as_of == "2023-12-18T04:17:00Z"
+    assert first.sessions and all(s.startswith(f"{first.id}/") for s in first.sessions)
+    turns = [d for d in dataset.docs if d.group == first.group]
+    assert {d.speaker for d in turns} == {"user", "assistant"}
+    assert set(first.relevant) <= {d.id for d in turns}
+    assert {d.id.rsplit("/", 1)[0] for d in turns if d.id in first.relevant} <= set(first.sessions)
+
+
+def test_longmemeval_metrics_follow_the_benchmark():
+    dataset = load_longmemeval(LONGMEMEVAL)
+    query = next(q for q in dataset.queries if len(q.sessions) > 1)
+    evidence = sorted(query.relevant)
+    other = [d.id for d in dataset.docs if d.group == query.group and d.id.rsplit("/", 1)[0] not in query.sessions]
+    perfect = question_scores(evidence + other[:20], query)
+    assert perfect["turn_recall_all@10"] == perfect["session_recall_all@5"] == perfect["session_ndcg_any@5"] == 1.0
+    one = [evidence[0], *other[:20]]
+    partial = question_scores(one, query)
+    assert partial["session_recall_any@5"] == partial["turn_recall_any@5"] == 1.0
+    assert partial["session_recall_all@5"] == 0.0 and 0.0 < partial["session_ndcg_any@5"] < 1.0
+    assert question_scores(other[:20], query)["session_recall_any@5"] == 0.0
+
+
+def test_a_longmemeval_slice_meets_its_floors(tmp_path):
+    """The CI slice (the first 12 questions, every haystack whole); the full dev set is in docs/evaluation.md."""
+    code, report = _xmemo_eval(
+        "--dataset", str(LONGMEMEVAL), "--slice", "12", "--strategy", "hybrid,bm25", out=tmp_path
+    )
+    assert code == 0, report.get("checks")
+    assert report["dataset"] == "longmemeval-s-dev-slice12" and report["queries"] == 12
+    assert all(c["status"] == "OK" for c in report["checks"]) and report["checks"]
+    assert set(report["by_type"]["hybrid"]) >= {"knowledge-update", "multi-session"}
+    assert report["pack"]["max_items"] == 10 and report["pack"]["max_tokens"] == 4000
+    assert {p.name for p in tmp_path.iterdir()} >= {"report.json", "report.md", "chart.png", "run.hybrid.trec"}

@@ -45,8 +45,14 @@ def test_a_shard_opens_with_the_thread_count_given_and_answers_the_same(tmp_path
     path = tmp_path / "edge"
     qe.EdgeShard.create(
         str(path),
-        qe.EdgeConfig(  # as releases before the setting created shards
-            vectors={DENSE: qe.EdgeVectorParams(size=embedder.dimension, distance=qe.Distance.Cosine)},
+        qe.EdgeConfig(  # as releases before the setting created shards (with today's multivector)
+            vectors={
+                DENSE: qe.EdgeVectorParams(
+                    size=embedder.dimension,
+                    distance=qe.Distance.Cosine,
+                    multivector_config=qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim),
+                )
+            },
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         ),
     ).close()
