@@ -76,7 +76,7 @@ class RetrievalSettings(BaseSettings):
         default=None, description="SQLite file of the embedding cache; default inside data_dir"
     )
     dense_units: Literal["whole", "sentences", "sentences+pairs"] = Field(
-        default="sentences",
+        default="sentences+pairs",
         description="what the dense side matches a memory by besides its whole text: each sentence of a memory "
         "of more than one sentence, and with +pairs a turn together with the question before it; a change "
         "rebuilds the embedded index at the next start",

@@ -24,7 +24,8 @@ _MONTHS = "january|february|march|april|may|june|july|august|september|october|n
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 # Only a phrase with one of these says a date; dateparser also reads words such as "we" as dates.
 _DATE_WORD = re.compile(
-    rf"\b({_MONTHS}|{_WEEKDAYS}|yesterday|today|tonight|ago|last|next|week|month|year|\d{{4}}|\d{{1,2}}(st|nd|rd|th)?)\b",
+    rf"\b({_MONTHS}|{_WEEKDAYS}|yesterday|today|tonight|ago|last|past|next|(?:day|week|month|year)s?"
+    rf"|\d{{4}}|\d{{1,2}}(st|nd|rd|th)?)\b",
     re.IGNORECASE,
 )
 _DAY = re.compile(rf"\b({_WEEKDAYS}|yesterday|today|tonight|days?)\b|\b\d{{1,2}}(st|nd|rd|th)?\b", re.IGNORECASE)
@@ -33,6 +34,14 @@ _MONTH = re.compile(rf"\b({_MONTHS}|months?)\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b(\d{4}|years?)\b", re.IGNORECASE)
 # "may" alone is the verb far more often than the month.
 _MODAL_MAY = re.compile(r"^may$", re.IGNORECASE)
+# A span back from the time of asking, which dateparser does not read: "in the past few weeks",
+# "over the last two months", "the past 3 days".
+_COUNTS = {"a": 1, "one": 1, "two": 2, "couple of": 2, "three": 3, "few": 3, "four": 4, "five": 5, "six": 6}
+_SPAN = re.compile(
+    r"\b(?:past|last|previous)\s+(?:(\d{1,3}|a|one|two|three|four|five|six|few|couple of)\s+)?(day|week|month|year)s?\b",
+    re.IGNORECASE,
+)
+_UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +70,22 @@ def _window(phrase: str, day: datetime) -> tuple[datetime, datetime]:
 
 
 def query_window(query: str, as_of: datetime) -> TimeWindow | None:
-    """The window of the first date phrase of `query` relative to `as_of`; None when it names no date."""
+    """The window of the first date phrase of `query` relative to `as_of`; None when it names no date.
+
+    A span ("the past two weeks") runs from that long before `as_of` to the end of its day; "last
+    week" and "last month" alone are the calendar week and month before (dateparser's reading)."""
     if not _DATE_WORD.search(query):  # most questions: no parse at all
         return None
+    span = _SPAN.search(query)
+    if span is not None and span.group(1) is not None:
+        count = int(span.group(1)) if span.group(1).isdigit() else _COUNTS[span.group(1).lower()]
+        end = as_of.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+        start = end - timedelta(days=1 + count * _UNIT_DAYS[span.group(2).lower()])
+        return TimeWindow(start.timestamp(), end.timestamp(), span.group(0))
+    if span is not None and query[max(0, span.start() - 4) : span.start()].lower().strip() == "the":
+        end = as_of.astimezone(UTC).replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=1)
+        start = end - timedelta(days=1 + _UNIT_DAYS[span.group(2).lower()])  # "the past month": 30 days back
+        return TimeWindow(start.timestamp(), end.timestamp(), span.group(0))
     from dateparser.search import search_dates
 
     found = search_dates(

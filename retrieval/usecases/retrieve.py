@@ -172,7 +172,8 @@ def hybrid_retrieve(
 
     `alpha` overrides the dense weight of the fusion (evaluation sweeps); None is the production one.
     `query_vector` is the query's dense vector when the caller already has it (`prepare_read`).
-    `as_of` is when the question is asked (default now): "last Saturday" is the Saturday before it.
+    `as_of` is when the question is asked (default now): "last Saturday" is the Saturday before it,
+    and recency is counted back from it.
     `speaker_prior` and `date_window` switch those priors off for the evaluation's ablations.
     """
     alpha = FUSION["alpha"] if alpha is None else alpha
@@ -235,7 +236,7 @@ def hybrid_retrieve(
         if c.bm25_rank is not None or (c.dense_score is not None and c.dense_score >= MIN_DENSE_MATCH)
     ]
     fused = with_priors(fused, addressed.speaker if addressed else None, window)
-    ranked = rank_candidates(fused, engine.clock(), engine.settings.recency_half_life_days)
+    ranked = rank_candidates(fused, moment, engine.settings.recency_half_life_days)  # recent as of the question
     candidates = Candidates(
         dense=len(dense_hits),
         bm25=len(bm25_hits),

@@ -34,6 +34,9 @@ def _day(moment: float) -> str:
         ("what did I cook last week", "2023-05-10", "2023-05-17"),
         ("what did I do last month", "2023-04-01", "2023-05-01"),
         ("where did we travel in 2022", "2022-01-01", "2023-01-01"),
+        ("How many videos have I watched in the past few weeks?", "2023-04-29", "2023-05-21"),
+        ("the concerts I went to in the past two months", "2023-03-21", "2023-05-21"),
+        ("the races I ran during the past month", "2023-04-20", "2023-05-21"),
     ],
 )
 def test_a_date_phrase_resolves_to_a_window_as_wide_as_it_is_precise(query, start, end):
@@ -49,6 +52,7 @@ def test_a_date_phrase_resolves_to_a_window_as_wide_as_it_is_precise(query, star
         "I may go to the gym",
         "we should order 3 pizzas",
         "How many weeks ago did I attend the sale?",
+        "How many days ago did I meet Emma?",
     ],
 )
 def test_a_query_without_a_date_has_no_window(query):
