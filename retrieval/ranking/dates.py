@@ -38,7 +38,8 @@ _MODAL_MAY = re.compile(r"^may$", re.IGNORECASE)
 # "over the last two months", "the past 3 days".
 _COUNTS = {"a": 1, "one": 1, "two": 2, "couple of": 2, "three": 3, "few": 3, "four": 4, "five": 5, "six": 6}
 _SPAN = re.compile(
-    r"\b(?:past|last|previous)\s+(?:(\d{1,3}|a|one|two|three|four|five|six|few|couple of)\s+)?(day|week|month|year)s?\b",
+    r"\b(?:past|last|previous)\s+(?:(\d{1,3}|a|one|two|three|four|five|six|few|couple of)\s+)?"
+    r"(day|week|month|year)s?\b",
     re.IGNORECASE,
 )
 _UNIT_DAYS = {"day": 1, "week": 7, "month": 30, "year": 365}
