@@ -5,8 +5,11 @@ Extractive selection is maximal marginal relevance (Carbonell and Goldstein, 199
 stored vectors: pick the member closest to the cluster centroid, then each next member by
 (1 - diversity) * cos(member, centroid) - diversity * max cos(member, picked), until the sentence or
 token budget is spent (relevance is scaled down for replies shorter than INFORMATIVE_WORDS). Each
-picked member contributes its first sentence; the picks are listed in the order they happened,
-under a header with the count, the dates and the sessions.
+picked member contributes what it said, its speaker in front, less the sentences an earlier line
+already holds (members that repeat each other are compressed by the repeats, never by cutting a
+member to its first sentence); a line longer than MAX_LINE_TOKENS is cut, and recall then keeps that
+member visible, because the summary no longer carries all its words (ranking/restatements.py). The
+picks are listed in the order they happened, under a header with the count, the dates and the sessions.
 """
 
 from __future__ import annotations
@@ -18,14 +21,14 @@ from typing import Protocol
 import numpy as np
 
 from retrieval import Memory
-from retrieval.domain import INFORMATIVE_WORDS, key_sentence, spoken
+from retrieval.domain import INFORMATIVE_WORDS, SENTENCE_END, key_sentence, normalise, spoken
 from retrieval.ranking import TokenCounter
 
 from .clustering import unit_rows
 
 __all__ = ["ClusterView", "ExtractiveSummarizer", "Summarizer", "heading_for", "informativeness", "representatives"]
 
-MAX_SENTENCE_TOKENS = 60  # a single long member cannot take the whole budget
+MAX_LINE_TOKENS = 80  # a single long member cannot take the whole budget
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +84,7 @@ def representatives(
 class ExtractiveSummarizer:
     """Representative member sentences under a sentence and token budget (cl100k)."""
 
-    name = "extractive-mmr-v1"
+    name = "extractive-mmr-v2"
 
     def __init__(self, tokens: TokenCounter, max_sentences: int, max_tokens: int, diversity: float) -> None:
         self._tokens = tokens
@@ -90,27 +93,35 @@ class ExtractiveSummarizer:
         self._diversity = diversity
 
     def summarize(self, cluster: ClusterView, *, heading: str) -> str:
-        sentences = [key_sentence(spoken(m.content, m.speaker)) for m in cluster.members]
+        texts = [spoken(m.content, m.speaker) for m in cluster.members]
         order = representatives(
-            cluster.vectors, self._max_sentences, self._diversity, [informativeness(s) for s in sentences]
+            cluster.vectors, self._max_sentences, self._diversity, [informativeness(key_sentence(t)) for t in texts]
         )
         used = self._tokens.count(heading)
         picked: dict[int, str] = {}
+        said: set[str] = set()
         for row in order:
-            line = self._line(sentences[row])
+            line, sentences = self._line(texts[row], said)
+            if not sentences:
+                continue  # everything it says is already in the summary
             cost = self._tokens.count("\n" + line)
             if picked and used + cost > self._max_tokens:
                 break
             picked[row] = line
+            said.update(sentences)
             used += cost
         text = heading + "".join("\n" + picked[row] for row in sorted(picked))
         return self._cut(text)
 
-    def _line(self, sentence: str) -> str:
-        tokens = self._tokens.encode(sentence)
-        if len(tokens) > MAX_SENTENCE_TOKENS:
-            sentence = self._tokens.decode(tokens[:MAX_SENTENCE_TOKENS]).rsplit(" ", 1)[0] + " …"
-        return f"- {sentence}"
+    def _line(self, text: str, said: set[str]) -> tuple[str, list[str]]:
+        """`- speaker: sentences` of a member without those already said, and the new ones normalised."""
+        label, _, body = text.partition(": ") if ": " in text[:42] else ("", "", text)
+        fresh = [s for s in SENTENCE_END.split(" ".join(body.split())) if s and normalise(s) not in said]
+        line = (f"{label}: " if label else "") + " ".join(fresh)
+        tokens = self._tokens.encode(line)
+        if len(tokens) > MAX_LINE_TOKENS:
+            line = self._tokens.decode(tokens[:MAX_LINE_TOKENS]).rsplit(" ", 1)[0] + " …"
+        return f"- {line}", [normalise(s) for s in fresh]
 
     def _cut(self, text: str) -> str:
         tokens = self._tokens.encode(text)

@@ -46,7 +46,7 @@ from .records import (
     utc_now,
 )
 from .scopes import ADMIN, READ, SCOPES, WRITE
-from .sentences import INFORMATIVE_WORDS, SENTENCE_END, carries, key_sentence, normalise
+from .sentences import INFORMATIVE_WORDS, SENTENCE_END, carries, key_sentence, normalise, sentences_of
 from .settings import DATABASE_SCHEMES, RetrievalSettings, available_cpus, default_model_path
 from .texts import (
     MAX_UNITS,
@@ -82,13 +82,16 @@ from .validation import (
 
 __all__ = [
     "ADMIN",
+    "AuthenticationError",
     "BATCH_LIMIT",
+    "ConflictError",
     "DATABASE_SCHEMES",
     "DEFAULT_PACK_ITEMS",
     "DEFAULT_PACK_TOKENS",
     "DEFAULT_RECALL_LIMIT",
     "DEFAULT_SEARCH_LIMIT",
     "INFORMATIVE_WORDS",
+    "IndexUnavailableError",
     "KEY_PATTERN",
     "KEY_REGEX",
     "MAX_CONTENT_BYTES",
@@ -103,15 +106,6 @@ __all__ = [
     "MAX_SEARCH_LIMIT",
     "MAX_UNITS",
     "MAX_WILDCARDS",
-    "READ",
-    "SCOPES",
-    "SENTENCE_END",
-    "SESSION_CONTEXT_CHARS",
-    "SESSION_CONTEXT_TURNS",
-    "WRITE",
-    "AuthenticationError",
-    "ConflictError",
-    "IndexUnavailableError",
     "Memory",
     "MemoryStatus",
     "MemoryType",
@@ -121,11 +115,17 @@ __all__ = [
     "PermissionDeniedError",
     "Phases",
     "Principal",
+    "READ",
     "ReadFilters",
     "RetrievalSettings",
+    "SCOPES",
+    "SENTENCE_END",
+    "SESSION_CONTEXT_CHARS",
+    "SESSION_CONTEXT_TURNS",
     "StorageFullError",
     "StoreError",
     "ValidationError",
+    "WRITE",
     "XMemoError",
     "act_for_owner",
     "available_cpus",
@@ -155,6 +155,7 @@ __all__ = [
     "parse_time",
     "path_pattern",
     "require",
+    "sentences_of",
     "session_context",
     "spoken",
     "tenant_digest",

@@ -1,10 +1,11 @@
-"""Sentences of a memory: the key sentence a summary takes from it, and the normal form texts compare in."""
+"""Sentences of a memory: its key sentence, whether a text carries all of them, and the normal form
+texts compare in."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["INFORMATIVE_WORDS", "SENTENCE_END", "carries", "key_sentence", "normalise"]
+__all__ = ["INFORMATIVE_WORDS", "SENTENCE_END", "carries", "key_sentence", "normalise", "sentences_of"]
 
 SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 _SPEAKER = re.compile(r"^[A-Z][\w.' -]{0,39}: ")  # "Caroline: " in a transcript
@@ -33,7 +34,17 @@ def key_sentence(content: str) -> str:
     return label + chosen
 
 
+def sentences_of(content: str) -> list[str]:
+    """The normalised sentences of `content`, a leading speaker label left out."""
+    text = " ".join(content.split())
+    found = _SPEAKER.match(text)
+    if found:
+        text = text[found.end() :]
+    return [normalise(s) for s in SENTENCE_END.split(text) if s.strip()]
+
+
 def carries(text: str, content: str) -> bool:
-    """`text` holds the words of `content`: all of them, or its key sentence (what a summary takes)."""
+    """`text` holds every sentence of `content`, word for word (normalised): what a summary must do
+    before recall may show it in a member's place. A summary that took one sentence of two does not."""
     holder = normalise(text)
-    return normalise(content) in holder or normalise(key_sentence(content)) in holder
+    return normalise(content) in holder or all(sentence in holder for sentence in sentences_of(content))

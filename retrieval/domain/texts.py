@@ -65,6 +65,10 @@ def unit_texts(memory: Memory, pairs: bool = False) -> list[str]:
     the other, and a question about one of them matches the sentence better than the turn (measured
     in docs/evaluation.md). Past MAX_UNITS sentences, consecutive ones are joined into MAX_UNITS units.
     """
+    if memory.derived_from:
+        # reflect's summaries and promotions: their sentences are their members' own, already matched
+        # as the members; as units they would let a summary outrank each member for its own question
+        return []
     sentences = [s for s in SENTENCE_END.split(" ".join(memory.content.split())) if s]
     units: list[str] = []
     if len(sentences) > 1:

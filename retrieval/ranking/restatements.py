@@ -3,12 +3,14 @@
 Walking the ranking best first, a candidate collapses into a better-ranked one it restates:
 
 - `contained`: one's normalised text contains the other's (a copy, or a line quoted in a longer note);
-- `near-duplicate`: their dense vectors have cosine >= NEAR_DUPLICATE_COSINE;
-- `derived`: one was made by reflect from the other (`derived_from`) and carries its words (the whole
-  text, or the key sentence a summary took from it).
+- `carried`: one holds every sentence of the other, word for word (a summary of it that kept all
+  it said, a note that restates it sentence by sentence);
+- `near-duplicate`: their dense vectors have cosine >= NEAR_DUPLICATE_COSINE.
 
-The better-ranked one is kept: the ranking already says which of the two answers the query better,
-and a summary's other lines are still found through their own memories.
+Carriage is checked on the words themselves, never on `derived_from`: a summary that kept one
+sentence of a member's two does not carry it, and the member stays in the pack. The better-ranked
+one is kept: the ranking already says which of the two answers the query better, and a summary's
+other lines are still found through their own memories.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..domain import Memory, carries, normalise
+from ..domain import Memory, normalise, sentences_of
 
 __all__ = ["NEAR_DUPLICATE_COSINE", "Collapsed", "collapse_restatements"]
 
@@ -42,33 +44,32 @@ class _Kept:
     position: int
     memory: Memory
     text: str
+    sentences: list[str]
+
+    def carries(self, other: _Kept) -> bool:
+        return bool(other.sentences) and all(sentence in self.text for sentence in other.sentences)
 
 
-def _restated_by(
-    kept: Sequence[_Kept], memory: Memory, text: str, cosines: np.ndarray, lineage: bool
-) -> tuple[int, str] | None:
+def _restated_by(kept: Sequence[_Kept], candidate: _Kept, cosines: np.ndarray) -> tuple[int, str] | None:
     """The first kept memory (its slot) that `memory` restates, and why; None if it says something new.
 
     The tests run over all kept memories at once where they can (one substring search over their
     joined texts, one vector comparison): a pack walk compares each candidate with up to 50 kept ones.
     """
     found: list[tuple[int, str]] = []
-    if text in "\x00".join(k.text for k in kept):  # one search; a hit across two joined texts is none
+    text = candidate.text
+    joined = "\x00".join(k.text for k in kept)
+    if text in joined:  # one search; a hit across two joined texts is none
         slot = next((i for i, k in enumerate(kept) if text in k.text), None)
         if slot is not None:
             found.append((slot, "contained"))
+    if not found and len(candidate.sentences) > 1 and all(s in joined for s in candidate.sentences):
+        slot = next((i for i, k in enumerate(kept) if k.carries(candidate)), None)
+        if slot is not None:
+            found.append((slot, "carried"))
     close = np.flatnonzero(cosines >= NEAR_DUPLICATE_COSINE)
     if close.size:
         found.append((int(close[0]), "near-duplicate"))
-    related = {memory.id, *memory.derived_from}
-    for slot, other in enumerate(kept if lineage else ()):
-        if not related.intersection(other.memory.derived_from) and other.memory.id not in related:
-            continue
-        if (memory.id in other.memory.derived_from and carries(other.memory.content, memory.content)) or (
-            other.memory.id in memory.derived_from and carries(memory.content, other.memory.content)
-        ):
-            found.append((slot, "derived"))
-            break
     return min(found) if found else None
 
 
@@ -97,17 +98,18 @@ def collapse_restatements(
     nothing said twice), and any other kept memory it holds collapses into it too.
     """
     similarity = _similarities(ranked, vectors)
-    lineage = any(m.derived_from for m in ranked)  # reflect's memories among the candidates
     kept: list[_Kept] = []
     collapsed: list[Collapsed] = []
     for position, memory in enumerate(ranked):
         if len(kept) == keep:
             break
-        candidate = _Kept(position, memory, normalise(memory.content))
-        restated = _restated_by(kept, memory, candidate.text, similarity[[k.position for k in kept], position], lineage)
+        candidate = _Kept(position, memory, normalise(memory.content), sentences_of(memory.content))
+        restated = _restated_by(kept, candidate, similarity[[k.position for k in kept], position])
         if restated is not None:
             collapsed.append(Collapsed(memory.id, kept[restated[0]].memory.id, restated[1]))
             continue
+        # A copy that holds a kept memory whole and more takes its place; a summary that merely carries a
+        # kept member's sentences among others does not (it would spend the member's budget on the rest).
         held = [k for k in kept if k.text in candidate.text]
         if held:
             slot = kept.index(held[0])

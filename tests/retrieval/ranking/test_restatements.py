@@ -65,21 +65,30 @@ def test_near_duplicates_by_vector() -> None:
     assert kept == [0, 2] and [(c.id, c.reason) for c in collapsed] == [("b", "near-duplicate")]
 
 
-def test_a_summary_and_the_member_whose_sentence_it_took() -> None:
-    member = memory("m1", "Caroline: I went to a support group yesterday and it was powerful. See you!")
-    untouched = memory("m2", "Caroline: The weather was lovely and we walked along the river for hours.")
-    summary = memory(
+def test_a_summary_hides_a_member_only_when_it_holds_every_sentence_of_it() -> None:
+    """The new user's finding: a summary kept the first of a fix's two sentences, and recall collapsed the
+    fix into it; the second sentence, the fix itself, was nowhere in the pack."""
+    fix = memory(
+        "m1", "We multiplied by 100 for zero-decimal currencies. refunds/amount.py now uses the minor-units table."
+    )
+    partial = memory(
         "s",
-        "Summary of 3 related memories (2023-05-08):\n- Caroline: I went to a support group "
-        "yesterday and it was powerful.",
+        "Summary of 3 related memories (2023-05-08):\n- We multiplied by 100 for zero-decimal currencies.",
         derived_from=("m1", "m2", "m3"),
     )
-    assert carries(summary.content, member.content) and not carries(summary.content, untouched.content)
-    kept, collapsed = collapse_restatements([summary, untouched, member], {}, 10)
-    assert kept == [0, 1]  # m2 is derived from too, but the summary does not carry its words
-    assert [(c.id, c.into, c.reason) for c in collapsed] == [("m1", "s", "derived")]
-    kept, collapsed = collapse_restatements([member, summary], {}, 10)
-    assert kept == [0] and [(c.id, c.into, c.reason) for c in collapsed] == [("s", "m1", "derived")]
+    assert not carries(partial.content, fix.content)
+    kept, collapsed = collapse_restatements([partial, fix], {}, 10)
+    assert kept == [0, 1] and collapsed == []  # derived_from says nothing: the words decide
+    whole = memory(
+        "t",
+        "Summary of 2 related memories (2023-05-08):\n- Alice: We multiplied by 100 for zero-decimal "
+        "currencies.\n- Bo: The refund job reran.\n- Alice: refunds/amount.py now uses the minor-units table.",
+    )
+    assert carries(whole.content, fix.content)
+    kept, collapsed = collapse_restatements([whole, fix], {}, 10)
+    assert kept == [0] and [(c.id, c.into, c.reason) for c in collapsed] == [("m1", "t", "carried")]
+    kept, collapsed = collapse_restatements([fix, whole], {}, 10)  # ranked first, the member stays itself
+    assert kept == [0, 1] and collapsed == []
 
 
 def test_keep_bounds_the_walk() -> None:
