@@ -3,7 +3,9 @@
 Walk the ranking. An item that fits whole is packed. One that does not is shortened at a sentence
 or word boundary when at least MIN_SHORTENED_TOKENS remain, else skipped, while later, smaller items
 may still be packed. The top item is always packed, shortened as far as needed, so a match never
-yields an empty pack. `dropped` counts the top-`max_items` memories that the token budget kept out.
+yields an empty pack. A text of several lines (a summary) leaves out the lines that items packed
+before it already hold word for word, and is skipped when nothing of it is left: a pack never
+spends its budget on the same words twice. `dropped` counts the top-`max_items` memories that the token budget kept out.
 `used_tokens` is the exact cl100k count of the body and never exceeds the budget.
 
 Each block is "[n] header\\nbody\\n": blocks end in a newline and begin with "[", so cl100k never merges
@@ -14,8 +16,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from ..domain import normalise
 from .tokens import TokenCounter
 
 __all__ = ["ELLIPSIS", "MIN_SHORTENED_TOKENS", "Pack", "PackCandidate", "PackedItem", "pack_context"]
@@ -108,6 +111,18 @@ def _hard_cut(candidate: PackCandidate, budget: int, counter: TokenCounter) -> t
     return cut, counter.count(cut)
 
 
+def _unsaid(body: str, said: str) -> tuple[str, bool] | None:
+    """`body` without the lines (after its first, a heading) that `said` already holds, and whether
+    any went; None when only the heading would be left."""
+    lines = body.strip().split("\n")
+    if len(lines) == 1 or not said:
+        return body, False
+    kept = [lines[0]] + [line for line in lines[1:] if normalise(line.removeprefix("- ")) not in said]
+    if len(kept) == 1:
+        return None
+    return "\n".join(kept), len(kept) < len(lines)
+
+
 def pack_context(ranked: Sequence[PackCandidate], max_items: int, max_tokens: int, counter: TokenCounter) -> Pack:
     """Pack `ranked` (best first) under `max_items` and `max_tokens`; see the module docstring.
 
@@ -116,17 +131,25 @@ def pack_context(ranked: Sequence[PackCandidate], max_items: int, max_tokens: in
     """
     items: list[PackedItem] = []
     used = 0
+    said = ""  # the normalised bodies packed so far
     smallest = counter.count("[9] x\ny\n")
     for rank, candidate in enumerate(ranked):
         remaining = max_tokens - used
         if len(items) == max_items or (items and remaining < smallest):
             break
+        unsaid = _unsaid(candidate.body, said)
+        if unsaid is None:
+            continue
+        elided = unsaid[1]
+        if elided:
+            candidate = replace(candidate, body=unsaid[0])
         number = len(items) + 1
         whole = _block(number, candidate, candidate.body.strip())
         whole_tokens = counter.count(whole)
         if whole_tokens <= remaining:
-            items.append(PackedItem(candidate.id, rank, whole, whole_tokens, False))
+            items.append(PackedItem(candidate.id, rank, whole, whole_tokens, elided))
             used += whole_tokens
+            said += "\x00" + normalise(candidate.body)
             continue
         cut = (
             _shorten(number, candidate, remaining, counter) if remaining >= MIN_SHORTENED_TOKENS or not items else None
@@ -136,6 +159,7 @@ def pack_context(ranked: Sequence[PackCandidate], max_items: int, max_tokens: in
         if cut is not None:
             items.append(PackedItem(candidate.id, rank, cut[0], cut[1], True))
             used += cut[1]
+            said += "\x00" + normalise(cut[0])
     body = "".join(item.text for item in items)
     exact = counter.count(body)
     while exact > max_tokens and len(items) > 1:  # cannot happen by construction; kept as a guard
