@@ -60,6 +60,7 @@ class Listing:
     since: str | None = None
     until: str | None = None
     after: tuple[str, str] | None = None
+    unexpired_at: str | None = None  # only memories not past their expires_at at this time
 
     def clauses(self, dialect: str) -> list[Any]:
         c = memories.c
@@ -76,6 +77,8 @@ class Listing:
             found.append(moment >= self.since)
         if self.until:
             found.append(moment < self.until)
+        if self.unexpired_at is not None:
+            found.append(or_(c.expires_at.is_(None), c.expires_at > self.unexpired_at))
         if self.after is not None:
             created, last_id = self.after
             found.append(or_(c.created_at < created, and_(c.created_at == created, c.id < last_id)))

@@ -170,6 +170,8 @@ def list_memories(engine: MemoryEngine, principal: Principal, query: ListQuery) 
         since=optional_time(query.since, "since"),
         until=optional_time(query.until, "until"),
         after=_decode_cursor(query.cursor) if query.cursor else None,
+        # listed as active only while unexpired, whether or not reflect has marked the expiry yet
+        unexpired_at=format_time(engine.clock()) if query.status == MemoryStatus.ACTIVE.value else None,
     )
     found = engine.store.listing(_owner_filters(principal, query), listing, limit + 1)
     page = found[:limit]

@@ -19,6 +19,7 @@ from ..domain import (
     check_field,
     check_path_filter,
     check_query,
+    format_time,
     member_team,
     memory_type_or_auto,
     require,
@@ -93,8 +94,10 @@ def hydrate(engine: MemoryEngine, retrieval: Retrieval, want: int) -> list[Hydra
     """The first `want` ranked candidates whose records the filters admit, in rank order.
 
     The system of record is the authority: a candidate whose record is gone or no longer admitted
-    (the index lagging a write) is passed over and the next one read instead.
+    (the index lagging a write), or past its `expires_at` (whether or not reflect has marked it
+    expired yet), is passed over and the next one read instead.
     """
+    now = format_time(engine.clock())
     found: list[Hydrated] = []
     position = 0
     while len(found) < want and position < len(retrieval.ranked):
@@ -103,9 +106,14 @@ def hydrate(engine: MemoryEngine, retrieval: Retrieval, want: int) -> list[Hydra
         records = engine.store.get_many([r.id for r in chunk])
         for r in chunk:
             memory = records.get(r.id)
-            if memory is not None and retrieval.filters.admits(memory):
+            if memory is not None and retrieval.filters.admits(memory) and not _expired(memory, now):
                 found.append(Hydrated(r, memory))
     return found[:want]
+
+
+def _expired(memory: Memory, now: str) -> bool:
+    """Past its expiry: stored times are one fixed-width UTC format, so text order is time order."""
+    return memory.expires_at is not None and memory.expires_at <= now
 
 
 def read_filters(

@@ -6,6 +6,7 @@ import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import timedelta
 from typing import Any
 
 import numpy as np
@@ -31,6 +32,7 @@ from ..domain import (
     member_team,
     memory_type_or_auto,
     optional_time,
+    parse_time,
     require,
     session_context,
     text_sha256,
@@ -119,9 +121,22 @@ def new_memory(principal: Principal, request: RememberRequest, now: str, memory_
         metadata=check_metadata(request.metadata),
         created_at=now,
         updated_at=now,
-        occurred_at=optional_time(request.occurred_at, "occurred_at") or now,
+        occurred_at=_not_ahead(optional_time(request.occurred_at, "occurred_at"), now) or now,
         expires_at=optional_time(request.expires_at, "expires_at"),
     )
+
+
+# Clocks differ and time zones get lost: up to a day ahead is taken as given; further is a mistake
+# (a year typed wrong, seconds read as milliseconds) that would sort first in recency forever.
+OCCURRED_AHEAD = timedelta(days=1)
+
+
+def _not_ahead(occurred_at: str | None, now: str) -> str | None:
+    if occurred_at is not None and parse_time(occurred_at) > parse_time(now) + OCCURRED_AHEAD:
+        raise ValidationError(
+            f"occurred_at {occurred_at} is more than a day in the future (now {now}); give when it happened"
+        )
+    return occurred_at
 
 
 def auto_type(request: RememberRequest) -> MemoryType:

@@ -8,6 +8,7 @@ import pytest
 
 from retrieval import MemoryEngine, Principal, RememberRequest, recall_context, remember
 from retrieval.domain import ValidationError
+from retrieval.engine import index_layout
 from tests.support import BACKENDS, in_process, settings_for
 
 ALICE = Principal.local("alice")
@@ -106,10 +107,10 @@ def test_an_index_of_another_layout_is_rebuilt_at_start(tmp_path, fake_embedder,
     with MemoryEngine(settings, embedder=fake_embedder) as engine:
         ids = [_remember(engine, f"note {i}. It has two sentences.") for i in range(5)]
     layout = tmp_path / "data" / "index-layout"
-    assert layout.read_text().startswith("dense=sentences;")
+    assert layout.read_text().strip() == index_layout(settings) == "dense=sentences+pairs;bm25=speaker,context,month;v2"
     layout.write_text("dense=whole;bm25=content;v1\n")  # as an earlier release left it
     with caplog.at_level("INFO", logger="xmemo.engine"), MemoryEngine(settings, embedder=fake_embedder) as engine:
         assert engine.index.count() == engine.store.count_indexed() == 5
         assert recall_context(engine, ALICE, "note 3", max_items=1).items[0].id == ids[3]
     assert "another layout" in caplog.text
-    assert layout.read_text().startswith("dense=sentences;")
+    assert layout.read_text().strip() == index_layout(settings)
