@@ -22,6 +22,7 @@ from retrieval import (
     render_context_text,
     search_memory,
 )
+from retrieval.domain import format_time, utc_now
 from retrieval.storage import PRIVATE_FILE, MemoryStore, secure_data_dir
 from retrieval.usecases import NO_MATCH, record_from_line
 
@@ -110,9 +111,10 @@ def import_command(ctx: click.Context, owner: str | None, batch_size: int, as_js
     principal = Principal.local(owner) if owner is not None else None
     total = count_lines(file)
     # Validate every line before anything is written, so a bad file changes nothing.
+    checked_at = format_time(utc_now())
     for number, line in enumerate(read_jsonl(file), start=1):
         try:
-            record_from_line(principal, line, "2000-01-01T00:00:00.000000Z")
+            record_from_line(principal, line, checked_at)
         except ValidationError as error:
             raise ValidationError(f"{file}: line {number}: {error.message}") from error
     with open_engine(ctx) as engine, tqdm(total=total, unit="mem", file=sys.stderr, disable=None) as bar:
