@@ -188,7 +188,8 @@ def search_memory(
     **filter_args: Any,
 ) -> SearchResults:
     """Strict search: a result needs cosine >= min_score, or every query term present (score 1);
-    `query_vector` as in recall_context."""
+    restatements collapse as in a pack, and results are listed by that score. `query_vector` as in
+    recall_context."""
     query = check_query(query)
     check_range(limit, "limit", 1, MAX_SEARCH_LIMIT)
     threshold = engine.settings.search_min_score if min_score is None else min_score
@@ -198,7 +199,7 @@ def search_memory(
     retrieval = hybrid_retrieve(
         engine, filters, query, depth=max(CANDIDATE_DEPTH, 2 * limit), query_vector=query_vector
     )
-    ranked = hydrate(engine, retrieval, len(retrieval.ranked))
+    ranked, _ = _without_restatements(engine, hydrate(engine, retrieval, len(retrieval.ranked)))
     query_terms = set(engine.sparse.query(query).indices)
     results: list[SearchResult] = []
     for h in ranked:
@@ -208,8 +209,8 @@ def search_memory(
         strict = max(cosine if cosine is not None else -1.0, lexical)
         if strict >= threshold:
             results.append(SearchResult.of(h.memory, round(strict, 6), round(h.ranked.score, 6)))
-        if len(results) == limit:
-            break
+    # Listed in the order of the score shown (the strict one), the ranking breaking ties; each thing once.
+    results = sorted(results, key=lambda r: -r.score)[:limit]
     engine.read_tracker.record([r.id for r in results], used=[r.id for r in results[:1]])
     return SearchResults(query, threshold, tuple(results))
 
