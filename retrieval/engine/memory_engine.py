@@ -152,11 +152,14 @@ class MemoryEngine:
             self._layout_file.write_text(layout + "\n", encoding="utf-8")
             return fresh
         if not allow_model_change and self.settings.qdrant_url:
-            known = self.store.ensure_metas({LAYOUT_KEY: layout})
-            if known.get(LAYOUT_KEY) != layout:
+            known = self.store.get_metas((LAYOUT_KEY,))
+            if LAYOUT_KEY not in known and self.store.count() == 0:  # nothing indexed yet: this layout
+                known = self.store.ensure_metas({LAYOUT_KEY: layout})
+            if known.get(LAYOUT_KEY) != layout:  # a store of a release before the layout was recorded too
+                built = known.get(LAYOUT_KEY) or "of an earlier release"
                 raise ModelMismatchError(
-                    f"the Qdrant collection was built with the index layout {known.get(LAYOUT_KEY)}; this "
-                    f"release builds {layout}. Run `xmemo reindex` to rebuild it."
+                    f"the Qdrant collection was built with the index layout {built}; this release builds "
+                    f"{layout}. Run `xmemo reindex` to rebuild it."
                 )
         if allow_model_change:
             if dimension != self.embedder.dimension and not self.settings.qdrant_url:

@@ -114,3 +114,22 @@ def test_an_index_of_another_layout_is_rebuilt_at_start(tmp_path, fake_embedder,
         assert recall_context(engine, ALICE, "note 3", max_items=1).items[0].id == ids[3]
     assert "another layout" in caplog.text
     assert layout.read_text().strip() == index_layout(settings)
+
+
+def test_a_server_collection_of_an_earlier_layout_asks_for_reindex(tmp_path, fake_embedder):
+    from sqlalchemy import text
+
+    from retrieval.domain import ModelMismatchError
+    from retrieval.engine import LAYOUT_KEY
+
+    settings = settings_for(tmp_path / "data", "server")
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:
+        memory_id = _remember(engine, "note one. It has two sentences.")
+        with engine.store.sql_engine.begin() as connection:  # as a release before the layout was recorded
+            connection.execute(text("DELETE FROM meta WHERE key = :k"), {"k": LAYOUT_KEY})
+    with pytest.raises(ModelMismatchError, match="xmemo reindex"):
+        MemoryEngine(settings, embedder=fake_embedder)
+    with MemoryEngine(settings, embedder=fake_embedder, allow_model_change=True) as engine:
+        assert engine.reindex() == 1
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:
+        assert recall_context(engine, ALICE, "note one", max_items=1).items[0].id == memory_id
