@@ -85,3 +85,14 @@ def run(tmp_path: Path, real_embedder: Embedder) -> Callable[..., Result]:
         return runner.invoke(cli, ["--data-dir", str(tmp_path / data), *args], catch_exceptions=False)
 
     return invoke
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Under CI (XMEMO_REQUIRE_RESOURCES=1, set by .ci/run) a test that skips for want of a resource
+    (PostgreSQL, Chromium, the shared data, tmpfs) fails instead: CI must not pass on less than it tests."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if os.environ.get("XMEMO_REQUIRE_RESOURCES") == "1" and report.skipped and not hasattr(report, "wasxfail"):
+        report.outcome = "failed"
+        report.longrepr = f"skipped under CI, where every resource must be present: {report.longrepr}"
