@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,7 @@ from retrieval import MemoryEngine, Principal, RetrievalSettings, read_filters, 
 from retrieval.encoding import Embedder
 from retrieval.usecases import CANDIDATE_DEPTH, hybrid_retrieve
 
-from .datasets import Dataset, Query
+from .datasets import Dataset, Doc, Query
 from .metrics import ndcg_at_k
 from .runner import DEFAULT_CACHE, import_dataset
 
@@ -95,12 +96,12 @@ def evaluate_longmemeval(
     import_seconds = 0.0
     query_seconds = dict.fromkeys(strategies, 0.0)
     inner: Embedder | None = None
-    by_group: dict[str, list[Any]] = {}
+    by_group: dict[str, list[Doc]] = {}
     for doc in dataset.docs:
         by_group.setdefault(doc.group, []).append(doc)
     for query in tqdm(queries, desc="questions", unit="q", file=sys.stderr, disable=None):
         # one store per question, every one under the same owner (so that the cache is shared)
-        docs = [type(doc)(**{**_fields(doc), "group": OWNER}) for doc in by_group[query.group]]
+        docs = [replace(doc, group=OWNER) for doc in by_group[query.group]]
         with tempfile.TemporaryDirectory(prefix="xmemo-lme-") as tmp:
             configured = RetrievalSettings(
                 data_dir=Path(tmp), embedding_cache_path=cache_path.resolve(), **(settings or {})
@@ -160,7 +161,3 @@ def evaluate_longmemeval(
     if alpha is not None:
         report["alpha"] = alpha
     return report
-
-
-def _fields(doc: Any) -> dict[str, Any]:
-    return {name: getattr(doc, name) for name in doc.__slots__}
