@@ -17,9 +17,13 @@ import numpy as np
 __all__ = ["cluster_vectors", "unit_rows"]
 
 
-def cluster_vectors(vectors: np.ndarray, max_distance: float, min_size: int) -> list[list[int]]:
+def cluster_vectors(
+    vectors: np.ndarray, max_distance: float, min_size: int, apart: np.ndarray | None = None
+) -> list[list[int]]:
     """Row indices of `vectors` grouped into clusters of at least `min_size`, each sorted.
 
+    `apart` (boolean, rows x rows) marks pairs that may never share a cluster, whatever their vectors
+    say: their distance is set to the largest there is, and complete linkage then never joins them.
     Clusters come back ordered by their first row, so that equal inputs give equal outputs.
     """
     count = len(vectors)
@@ -27,6 +31,8 @@ def cluster_vectors(vectors: np.ndarray, max_distance: float, min_size: int) -> 
         return []
     unit = unit_rows(vectors)
     distances = np.clip(1.0 - unit @ unit.T, 0.0, 2.0)
+    if apart is not None:
+        distances = np.where(apart, 2.0, distances)
     np.fill_diagonal(distances, 0.0)
     labels = _complete_linkage(distances, max_distance)
     groups: dict[int, list[int]] = {}

@@ -33,12 +33,14 @@ from .lifecycle import (
     should_archive,
 )
 from .options import ReflectOptions
+from .scripts import lexical_units, script_of, shared_fraction
 from .settings import ReflectSettings
 from .summarizer import ClusterView, Summarizer, heading_for
 
 __all__ = [
     "CARRIED_KEY",
     "PROMOTED_KEY",
+    "PROPOSAL_PATTERN",
     "SUMMARIZED_KEY",
     "USED_KEY",
     "Change",
@@ -58,30 +60,41 @@ USED_KEY = "promoted_for_use"
 # Set when the memory reflect made holds the member's whole text: only such a member may be archived
 # for idleness, since hiding it then loses no words (docs/reflect.md, "Archive").
 CARRIED_KEY = "carried_into"
+PROPOSAL_DIGITS = 12  # hex digits of a proposal id after its action
+PROPOSAL_PATTERN = r"^(summarize|promote|expire|decay|archive)-[0-9a-f]{12}$"
 _IDS = uuid.UUID("6f1e7a52-3c1b-4b7e-9a55-0d7c2b1f4e10")  # namespace of the ids reflect derives
 
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """What one read transaction saw: the window's episodes (newest first, at most `limit`), the
-    overdue memories, the longest-unused memories, the stored vectors of the episodes, and how many
-    episodes the limit kept out."""
+    overdue memories, the longest-unused memories, the stored vectors of the episodes, how many
+    episodes the limit kept out, and for each episode fetched by id the distinct questions it was
+    read for."""
 
     episodes: tuple[Memory, ...] = ()
     overdue: tuple[Memory, ...] = ()
     stalest: tuple[Memory, ...] = ()
     vectors: Mapping[str, np.ndarray] = field(default_factory=dict)
     left_out: int = 0  # episodes of the window the `limit` kept out of this pass
+    questions: Mapping[str, int] = field(default_factory=dict)  # distinct questions each episode was read for
 
 
 @dataclass(frozen=True, slots=True)
 class Change:
-    """One audited change: `pairs` are (record as planned on, new record); None before means created."""
+    """One audited change: `pairs` are (record as planned on, new record); None before means created.
+
+    `proposal_id` names the change for a reviewer ("summarize-3fa29c81d2e4"): it is derived from the
+    action, the memory it creates and the memories it changes at the versions the snapshot read, so
+    a dry run and the real run after it give each proposal the same id, and leaving one proposal out
+    does not rename the others.
+    """
 
     action: str
     reason: str
     pairs: tuple[tuple[Memory | None, Memory], ...]
     detail: Mapping[str, Any]
+    proposal_id: str = ""
 
     @property
     def memory_ids(self) -> list[str]:
@@ -95,6 +108,7 @@ class Plan:
     options: ReflectOptions
     changes: tuple[Change, ...]
     candidates: Mapping[str, int]
+    excluded: tuple[str, ...] = ()  # proposal ids left out at the reviewer's request, as found in the plan
 
     def of(self, action: str) -> list[Change]:
         return [c for c in self.changes if c.action == action]
@@ -117,15 +131,22 @@ def plan_reflection(
     settings: ReflectSettings,
     summarizer: Summarizer,
     now: datetime,
+    exclude: frozenset[str] = frozenset(),
 ) -> Plan:
-    """The changes a pass makes, deterministic in its inputs."""
+    """The changes a pass makes, deterministic in its inputs.
+
+    A proposal whose id is in `exclude` is not made, and the rest of the pass plans as if it had not
+    been proposed: its members stay as they were (not archived as carried by it, for instance).
+    """
     plan_id = _plan_id(snapshot, options, now)
-    builder = _Builder(plan_id, options, settings, summarizer, now)
+    builder = _Builder(plan_id, options, settings, summarizer, now, exclude)
+    builder.questions = snapshot.questions
     builder.expire(snapshot.overdue)
     builder.consolidate(snapshot.episodes, snapshot.vectors)
     builder.age(snapshot.stalest)
     builder.candidates["left_out"] = snapshot.left_out
-    return Plan(plan_id, now, options, tuple(builder.changes), builder.candidates)
+    excluded = tuple(sorted(builder.excluded))
+    return Plan(plan_id, now, options, tuple(builder.changes), builder.candidates, excluded)
 
 
 def _plan_id(snapshot: Snapshot, options: ReflectOptions, now: datetime) -> str:
@@ -137,7 +158,13 @@ def _plan_id(snapshot: Snapshot, options: ReflectOptions, now: datetime) -> str:
 
 class _Builder:
     def __init__(
-        self, plan_id: str, options: ReflectOptions, settings: ReflectSettings, summarizer: Summarizer, now: datetime
+        self,
+        plan_id: str,
+        options: ReflectOptions,
+        settings: ReflectSettings,
+        summarizer: Summarizer,
+        now: datetime,
+        exclude: frozenset[str] = frozenset(),
     ) -> None:
         self.plan_id = plan_id
         self.options = options
@@ -151,6 +178,10 @@ class _Builder:
         self.expired: set[str] = set()
         self.waiting: set[str] = set()
         self.promoted: set[str] = set()  # members promoted in this plan (promoted once, whatever the way)
+        self.questions: Mapping[str, int] = {}
+        self.exclude = exclude
+        self.excluded: set[str] = set()
+        self.read_versions: dict[str, int] = {}  # each memory's version as the snapshot read it
         self.candidates: dict[str, int] = {"episodes": 0, "unvectored": 0, "clusters": 0, "overdue": 0, "lifecycle": 0}
 
     # -- bookkeeping --------------------------------------------------------------------------
@@ -163,10 +194,24 @@ class _Builder:
 
     def record(
         self, action: str, reason: str, pairs: Sequence[tuple[Memory | None, Memory]], detail: Mapping[str, Any]
-    ) -> None:
+    ) -> bool:
+        """Add the change to the plan, unless the reviewer excluded it; True when it was added."""
+        for before, _ in pairs:
+            if before is not None:
+                self.read_versions.setdefault(before.id, before.version)
+        proposal = self.proposal_id(action, pairs)
+        if proposal in self.exclude:
+            self.excluded.add(proposal)
+            return False
         for _, after in pairs:
             self.latest[after.id] = after
-        self.changes.append(Change(action, reason, tuple(pairs), detail))
+        self.changes.append(Change(action, reason, tuple(pairs), {"proposal_id": proposal, **detail}, proposal))
+        return True
+
+    def proposal_id(self, action: str, pairs: Sequence[tuple[Memory | None, Memory]]) -> str:
+        touched = sorted((after.id, 0 if before is None else self.read_versions[before.id]) for before, after in pairs)
+        digest = hashlib.sha256(json.dumps([action, touched], separators=(",", ":")).encode()).hexdigest()
+        return f"{action}-{digest[:PROPOSAL_DIGITS]}"
 
     def wants(self, action: str) -> bool:
         return action in self.options.actions
@@ -181,13 +226,13 @@ class _Builder:
             if memory.status != MemoryStatus.ACTIVE or not is_expired(memory, self.now):
                 continue
             after = self.bump(memory, status=MemoryStatus.EXPIRED)
-            self.record(
+            if self.record(
                 "expire",
                 f"expires_at {memory.expires_at} has passed",
                 [(memory, after)],
                 {"id": memory.id, "expires_at": memory.expires_at},
-            )
-            self.expired.add(memory.id)
+            ):
+                self.expired.add(memory.id)
 
     # -- summarize and promote ----------------------------------------------------------------
 
@@ -211,9 +256,13 @@ class _Builder:
         self.candidates["unvectored"] = sum(1 for i in new if i not in vectors)
         consolidated: set[str] = set()
         pool = [m for m in episodes if m.id in vectors and PROMOTED_KEY not in m.metadata]
-        for members in _by_space(pool):
+        for script, members in _by_space(pool):
             matrix = np.stack([vectors[m.id] for m in members])
-            for rows in cluster_vectors(matrix, self.settings.cluster_max_distance, self.settings.min_cluster_size):
+            apart = None if script in self.settings.embedded_scripts else self.unrelated(members)
+            clusters = cluster_vectors(
+                matrix, self.settings.cluster_max_distance, self.settings.min_cluster_size, apart
+            )
+            for rows in clusters:
                 live = [r for r in rows if members[r].id in active]
                 if not any(members[r].id in new for r in live):
                     continue
@@ -227,6 +276,12 @@ class _Builder:
         # An episode still waiting in the window is kept for the next pass, not archived in this one:
         # archiving it would change what the next pass clusters (docs/reflect.md, "Running again").
         self.waiting = new - consolidated
+
+    def unrelated(self, members: Sequence[Memory]) -> np.ndarray:
+        """Pairs that share too few words to be one topic, for a script the model does not embed by meaning."""
+        units = [lexical_units(m.content) for m in members]
+        floor = self.settings.lexical_min_shared
+        return np.array([[shared_fraction(a, b) < floor for b in units] for a in units], dtype=bool)
 
     def is_new(self, memory: Memory) -> bool:
         return (
@@ -248,14 +303,14 @@ class _Builder:
         substantial = float(np.median([len(m.content.split()) for m in cluster])) >= self.settings.promote_min_words
         if self.wants("promote") and recurring and substantial:
             reason = f"{len(cluster)} similar memories recur over {view.sessions} sessions and {len(view.days)} days"
-            self.derive("promote", view, MemoryType.SEMANTIC, "Recurring topic", reason, anchors)
-            return {m.id for m in cluster}
+            made = self.derive("promote", view, MemoryType.SEMANTIC, "Recurring topic", reason, anchors)
+            return {m.id for m in cluster} if made else set()
         rows = [i for i, m in enumerate(cluster) if m.id in new]
         if self.wants("summarize") and len(rows) >= self.settings.min_cluster_size:
             fresh = _view([cluster[i] for i in rows], matrix[rows])
             reason = f"{len(rows)} memories within cosine distance {self.settings.cluster_max_distance} of each other"
-            self.derive("summarize", fresh, MemoryType.EPISODIC, "Summary", reason)
-            return {cluster[i].id for i in rows}
+            made = self.derive("summarize", fresh, MemoryType.EPISODIC, "Summary", reason)
+            return {cluster[i].id for i in rows} if made else set()
         return set()
 
     def derive(
@@ -266,7 +321,7 @@ class _Builder:
         kind: str,
         reason: str,
         anchors: Sequence[Memory] = (),
-    ) -> None:
+    ) -> bool:
         members = [self.current(m) for m in view.members]
         content = self.summarizer.summarize(view, heading=heading_for(kind, view))
         made = self.new_memory(
@@ -281,8 +336,6 @@ class _Builder:
             },
         )
         marks = {SUMMARIZED_KEY: made.id} if action == "summarize" else {PROMOTED_KEY: made.id}
-        if action == "promote":
-            self.promoted.update(m.id for m in members)
         pairs: list[tuple[Memory | None, Memory]] = [(None, made)]
         pairs += [
             (m, self.bump(m, metadata={SUMMARIZED_KEY: made.id, **m.metadata, **marks, **_carried(made, m)}))
@@ -292,7 +345,7 @@ class _Builder:
             (a, self.bump(a, metadata={**a.metadata, PROMOTED_KEY: made.id}))
             for a in (self.current(anchor) for anchor in anchors)
         ]
-        self.record(
+        recorded = self.record(
             action,
             reason,
             pairs,
@@ -307,18 +360,34 @@ class _Builder:
                 "days": len(view.days),
             },
         )
+        if recorded and action == "promote":
+            self.promoted.update(m.id for m in members)
+        return recorded
 
     def read_often(self, memory: Memory) -> bool:
+        """Used, not merely ranked: fetched by id at least `promote_min_access` times and read for at
+        least `promote_min_questions` distinct questions (engine/read_tracking.py)."""
         return (
             USED_KEY not in memory.metadata
             and PROMOTED_KEY not in memory.metadata
             and memory.access_count >= self.settings.promote_min_access
+            and self.questions.get(memory.id, 0) >= self.settings.promote_min_questions
         )
 
     def promote_single(self, memory: Memory) -> None:
         member = self.current(memory)
-        made = self.new_memory("promote", [member], member.content, MemoryType.SEMANTIC, {"reads": member.access_count})
-        reason = f"read {member.access_count} times (at least {self.settings.promote_min_access})"
+        questions = self.questions.get(member.id, 0)
+        made = self.new_memory(
+            "promote",
+            [member],
+            member.content,
+            MemoryType.SEMANTIC,
+            {"reads": member.access_count, "questions": questions},
+        )
+        reason = (
+            f"fetched {member.access_count} times (at least {self.settings.promote_min_access}) and read for "
+            f"{questions} distinct questions (at least {self.settings.promote_min_questions})"
+        )
         marked = self.bump(member, metadata={**member.metadata, USED_KEY: made.id, CARRIED_KEY: made.id})
         self.record(
             "promote",
@@ -332,6 +401,7 @@ class _Builder:
                 "derived_from": [member.id],
                 "members": 1,
                 "reads": member.access_count,
+                "questions": questions,
             },
         )
 
@@ -377,7 +447,7 @@ class _Builder:
                 after = self.bump(
                     memory, importance=target, metadata={**memory.metadata, BASE_KEY: base_importance(memory)}
                 )
-                self.record(
+                if self.record(
                     "decay",
                     f"unused for {idle} days (half-life {self.settings.decay_half_life_days} days)",
                     [(memory, after)],
@@ -387,8 +457,8 @@ class _Builder:
                         "importance_after": target,
                         "idle_days": idle,
                     },
-                )
-                memory = after
+                ):
+                    memory = after
             if (
                 self.wants("archive")
                 and memory.id not in self.waiting
@@ -413,12 +483,14 @@ def _chronological(memory: Memory) -> tuple[str, str]:
     return (memory.occurred_at, memory.id)
 
 
-def _by_space(memories: Sequence[Memory]) -> list[list[Memory]]:
-    """Episodes grouped by the boundary a summary may not cross (team, bucket, scope), each in time order."""
-    spaces: dict[tuple[str, str, str], list[Memory]] = {}
+def _by_space(memories: Sequence[Memory]) -> list[tuple[str, list[Memory]]]:
+    """Episodes grouped by the boundaries a summary may not cross (team, bucket, scope, and the script
+    the memory is written in: scripts.py), each group with its script and in time order."""
+    spaces: dict[tuple[str, str, str, str], list[Memory]] = {}
     for memory in memories:
-        spaces.setdefault((memory.team_id or "", memory.bucket, memory.scope), []).append(memory)
-    return [sorted(spaces[key], key=_chronological) for key in sorted(spaces)]
+        key = (memory.team_id or "", memory.bucket, memory.scope, script_of(memory.content))
+        spaces.setdefault(key, []).append(memory)
+    return [(key[3], sorted(spaces[key], key=_chronological)) for key in sorted(spaces)]
 
 
 def _view(cluster: Sequence[Memory], matrix: np.ndarray) -> ClusterView:
@@ -428,7 +500,18 @@ def _view(cluster: Sequence[Memory], matrix: np.ndarray) -> ClusterView:
 
 
 def _common_path(paths: Sequence[str]) -> str:
-    """The path most members share (ties: the smallest)."""
-    counts = Counter(paths)
-    best = max(counts.values())
-    return min(p for p, n in counts.items() if n == best)
+    """The longest path every member lies under, by whole `/` segments ("/" when they share none).
+
+    A summary filed under its members' common folder is found by every `path_filter` that finds all of
+    its members, and never under a folder one of them is not in.
+    """
+    split = [[segment for segment in path.split("/") if segment] for path in paths]
+    common: list[str] = []
+    for segments in zip(*split, strict=False):
+        if len(set(segments)) != 1:
+            break
+        common.append(segments[0])
+    rooted = all(path.startswith("/") for path in paths)
+    if not common:
+        return "/"
+    return ("/" if rooted else "") + "/".join(common)

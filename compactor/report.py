@@ -40,7 +40,8 @@ def plan_digest(plan: Plan) -> str:
 
 
 def build_report(plan: Plan, audit_ids: list[str], *, dry_run: bool, with_content: bool = True) -> dict[str, Any]:
-    """dry_run, actions, filters, summaries, promotions, lifecycle details, counts, audit_record_ids.
+    """dry_run, actions, filters, summaries, promotions, lifecycle details, counts, audit_record_ids,
+    and for review: each change's `proposal_id`, the proposals `excluded`, and a `preview` of each.
 
     A caller without memory:read (a write-only key doing a real run) gets ids and counts, not contents.
     """
@@ -68,6 +69,7 @@ def build_report(plan: Plan, audit_ids: list[str], *, dry_run: bool, with_conten
         },
         "counts": plan.counts(),
         "audit_record_ids": list(audit_ids),
+        "excluded": list(plan.excluded),
         "preview": [_preview(change, with_content) for change in plan.changes],
     }
 
@@ -82,7 +84,12 @@ def _preview(change: Change, with_content: bool) -> dict[str, Any]:
     lines = subject.content.splitlines()
     text = lines[1] if change.action in ("summarize", "promote") and len(lines) > 1 else subject.content
     text = " ".join(text.split())
-    item = {"action": change.action, "memory_ids": change.memory_ids, "reason": change.reason}
+    item = {
+        "proposal_id": change.proposal_id,
+        "action": change.action,
+        "memory_ids": change.memory_ids,
+        "reason": change.reason,
+    }
     if with_content:
         item["text"] = text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1].rstrip() + "…"
     return item
@@ -121,7 +128,7 @@ def _candidate_lines(report: dict[str, Any]) -> list[str]:
         ids = item["memory_ids"]
         shown = ", ".join(ids[:3]) + (f" (+{len(ids) - 3} more)" if len(ids) > 3 else "")
         text = f' "{item["text"]}"' if "text" in item else ""
-        lines.append(f"- {item['action']} [{shown}]{text}: {item['reason']}")
+        lines.append(f"- {item['proposal_id']} [{shown}]{text}: {item['reason']}")
     if len(preview) > MAX_TEXT_CANDIDATES:
         lines.append(f"... and {len(preview) - MAX_TEXT_CANDIDATES} more candidates")
     left_out = report.get("candidates", {}).get("left_out", 0)

@@ -41,12 +41,14 @@ def read_snapshot(engine: MemoryEngine, options: ReflectOptions, now: datetime, 
             store.overdue(options.filters, format_time(now), options.limit, connection) if "expire" in wanted else []
         )
         stalest = store.stalest(options.filters, options.limit, connection) if wanted & {"decay", "archive"} else []
+    fetched = [memory.id for memory, _ in episodes if memory.access_count > 0] if "promote" in wanted else []
     return Snapshot(
         episodes=tuple(memory for memory, _ in episodes),
         overdue=tuple(overdue),
         stalest=tuple(stalest),
         vectors=_stored_vectors(engine, episodes),
         left_out=left_out,
+        questions=store.questions_read(fetched),
     )
 
 

@@ -18,6 +18,11 @@ class ReflectSettings(BaseSettings):
     # least 1 - cluster_max_distance similar (0.4 with all-MiniLM-L6-v2; measured in docs/reflect.md).
     cluster_max_distance: float = Field(default=0.6, gt=0.0, lt=2.0)
     min_cluster_size: int = Field(default=3, ge=2, le=1000)
+    # Scripts the embedding model places by meaning (compactor/scripts.py names them). Memories in any
+    # other script cluster only when every two of them also share this Jaccard fraction of their words
+    # (character pairs for Han, Kana, Hangul). A multilingual model may list more, e.g. '["Latin","Han"]'.
+    embedded_scripts: tuple[str, ...] = ("Latin",)
+    lexical_min_shared: float = Field(default=0.2, ge=0.0, le=1.0)
     # Summaries: extractive, at most this many member sentences and tokens (cl100k).
     summary_max_sentences: int = Field(default=5, ge=1, le=50)
     summary_max_tokens: int = Field(default=200, ge=32, le=4000)
@@ -28,7 +33,10 @@ class ReflectSettings(BaseSettings):
     recurrence_lookback_days: float = Field(default=90.0, gt=0.0)
     promote_min_sessions: int = Field(default=2, ge=2)
     promote_min_days: int = Field(default=2, ge=2)
-    promote_min_access: int = Field(default=5, ge=1)
+    # An episode alone is promoted for use when fetched by id this many times and read (shown in a
+    # pack or a list) for this many distinct questions: being ranked first is no use (docs/reflect.md).
+    promote_min_access: int = Field(default=2, ge=1)
+    promote_min_questions: int = Field(default=3, ge=1)
     # ... and whose median member has at least this many words: recurring small talk ("Thanks, Nate!")
     # is summarized, never made a durable fact.
     promote_min_words: int = Field(default=8, ge=0)

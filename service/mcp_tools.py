@@ -188,6 +188,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         scope: str = "",
         team_id: str = "",
         limit: Integer = 500,
+        expected_plan: str = "",
+        exclude: list[str] | None = None,
     ) -> str:
         request = ReflectRequest(
             actions_csv=actions_csv,
@@ -202,7 +204,9 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
             team_id=team_id or None,
             limit=limit,
         )
-        report = await run(reflect, _principal(ctx), request, reflect_settings)
+        report = await run(
+            reflect, _principal(ctx), request, reflect_settings, expected_plan=expected_plan or None, exclude=exclude
+        )
         return render_reflect_text(report)
 
     @server.tool(name="get_mcp_identity", description="Who this connection is: owner, agent, tenant and scopes.")

@@ -161,12 +161,23 @@ def _m005_speaker(connection: Connection) -> None:
     connection.execute(text("ALTER TABLE memories ADD COLUMN speaker VARCHAR"))
 
 
+def _m006_read_questions(connection: Connection) -> None:
+    """Which distinct questions (a digest of each) a memory was read for: promotion for use needs several."""
+    connection.execute(
+        text(
+            "CREATE TABLE IF NOT EXISTS read_questions (memory_id VARCHAR(36) NOT NULL, "
+            "question VARCHAR(32) NOT NULL, PRIMARY KEY (memory_id, question))"
+        )
+    )
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_initial", _m001_initial),
     ("m002_audit_tenancy", _m002_audit_tenancy),
     ("m003_one_active_key", _m003_one_active_key),
     ("m004_replicas", _m004_replicas),
     ("m005_speaker", _m005_speaker),
+    ("m006_read_questions", _m006_read_questions),
 ]  # append new steps; never edit or reorder an applied one
 
 

@@ -13,7 +13,17 @@ from sqlalchemy import BigInteger, Column, Index, Integer, LargeBinary, MetaData
 
 from .columns import memory_columns
 
-__all__ = ["audit_log", "changes", "embeddings", "insertion_order", "memories", "meta", "metadata", "schema_migrations"]
+__all__ = [
+    "audit_log",
+    "changes",
+    "embeddings",
+    "insertion_order",
+    "memories",
+    "meta",
+    "metadata",
+    "read_questions",
+    "schema_migrations",
+]
 
 metadata = MetaData()
 
@@ -52,6 +62,15 @@ audit_log = Table(
     Column("team_id", String, nullable=True),  # m002
     Index("ix_audit_created", "created_at"),
     Index("ix_audit_owner_created", "owner_id", "created_at"),
+)
+
+# m006: the distinct questions each memory was read for (a digest each, never the text), which
+# promotion for use counts (compactor/plan.py). One row per memory and question; forget removes them.
+read_questions = Table(
+    "read_questions",
+    metadata,
+    Column("memory_id", String(36), primary_key=True),
+    Column("question", String(32), primary_key=True),
 )
 
 schema_migrations = Table(

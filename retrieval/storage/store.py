@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, and_, bindparam, func, or_, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
@@ -33,7 +34,7 @@ from .database import open_engine
 from .listing import Listing, json_field
 from .migrations import migrate
 from .rows import chunks, find_active_by_key, memory_of_row, read_memory, read_versions, unique_violation
-from .schema import audit_log, changes, insertion_order, memories, meta
+from .schema import audit_log, changes, insertion_order, memories, meta, read_questions
 from .unit_of_work import UnitOfWork
 
 #: The meta keys that name what a store was embedded with; always written together.
@@ -178,8 +179,9 @@ class MemoryStore:
         with self.sql_engine.begin() as connection:
             connection.execute(update(memories).values(indexed_version=None))
 
-    def record_access(self, counts: dict[str, int], when: str) -> None:
-        """Add read counts and move `last_accessed_at`; a bookkeeping write that bumps no version."""
+    def record_access(self, counts: dict[str, int], when: str, questions: Iterable[tuple[str, str]] = ()) -> None:
+        """Add read counts, move `last_accessed_at` and note (memory id, question digest) pairs not
+        noted before; a bookkeeping write that bumps no version."""
         if not counts:
             return
 
@@ -191,8 +193,32 @@ class MemoryStore:
                 last_accessed_at=when,
             )
         )
+        pairs = sorted(set(questions))
         with self.sql_engine.begin() as connection:
             connection.execute(statement, [{"b_id": k, "b_count": v} for k, v in sorted(counts.items())])
+            if pairs:
+                connection.execute(self._note_questions(), [{"memory_id": m, "question": q} for m, q in pairs])
+
+    def _note_questions(self) -> Any:
+        """An insert of read_questions rows that skips the pairs already there (and memories forgotten)."""
+        known = select(memories.c.id).where(memories.c.id == bindparam("memory_id"))
+        pair: Any = select(bindparam("memory_id"), bindparam("question")).where(known.exists())
+        names = ["memory_id", "question"]
+        if self.sql_engine.dialect.name == "postgresql":
+            return postgresql_insert(read_questions).from_select(names, pair).on_conflict_do_nothing()
+        return read_questions.insert().from_select(names, pair).prefix_with("OR IGNORE")
+
+    def questions_read(self, ids: Sequence[str]) -> dict[str, int]:
+        """How many distinct questions each of these memories was read for (absent: none)."""
+        counted: dict[str, int] = {}
+        q = read_questions.c
+        with self.sql_engine.connect() as connection:
+            for chunk in chunks(list(ids)):
+                rows = connection.execute(
+                    select(q.memory_id, func.count()).where(q.memory_id.in_(chunk)).group_by(q.memory_id)
+                )
+                counted.update({row[0]: int(row[1]) for row in rows})
+        return counted
 
     # -- the change sequence (PostgreSQL) -------------------------------------------------------
 

@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, Row
 from ..domain import ConflictError, Memory, MemoryStatus
 from .data_dir import FreeSpace
 from .rows import chunks, find_active_by_key, memory_of_row, read_memory, read_versions, stored_row, updated_row
-from .schema import audit_log, changes, memories
+from .schema import audit_log, changes, memories, read_questions
 
 __all__ = ["CHANGE_LOCK", "UnitOfWork"]
 
@@ -142,6 +142,7 @@ class UnitOfWork:
         """Remove these records for good (forget); only the forget use case (usecases/manage.py) calls this."""
         for chunk in chunks(ids):
             self.connection.execute(delete(memories).where(memories.c.id.in_(chunk)))
+            self.connection.execute(delete(read_questions).where(read_questions.c.memory_id.in_(chunk)))
         self.deleted.extend(ids)
         for memory_id in ids:
             self.changed.pop(memory_id, None)

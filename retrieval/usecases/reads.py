@@ -150,7 +150,7 @@ def recall_context(
         for h in ranked
     ]
     pack = pack_context(candidates, max_items, max_tokens, engine.tokens)
-    engine.read_tracker.record([item.id for item in pack.items], used=[item.id for item in pack.items[:1]])
+    engine.read_tracker.record([item.id for item in pack.items], question=query)
     items = tuple(
         PackItem(
             id=ranked[item.rank].memory.id,
@@ -211,7 +211,7 @@ def search_memory(
             results.append(SearchResult.of(h.memory, round(strict, 6), round(h.ranked.score, 6)))
     # Listed in the order of the score shown (the strict one), the ranking breaking ties; each thing once.
     results = sorted(results, key=lambda r: -r.score)[:limit]
-    engine.read_tracker.record([r.id for r in results], used=[r.id for r in results[:1]])
+    engine.read_tracker.record([r.id for r in results], question=query)
     return SearchResults(query, threshold, tuple(results))
 
 
@@ -232,7 +232,7 @@ def recall(
     retrieval = hybrid_retrieve(engine, filters, query, depth=CANDIDATE_DEPTH, query_vector=query_vector)
     ranked, _ = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * limit))
     results = tuple(SearchResult.of(h.memory, round(h.ranked.score, 6)) for h in ranked[:limit])
-    engine.read_tracker.record([r.id for r in results], used=[r.id for r in results[:1]])
+    engine.read_tracker.record([r.id for r in results], question=query)
     return RecallResults(query, results)
 
 

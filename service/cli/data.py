@@ -212,6 +212,18 @@ def search_command(
 @click.option("--scope", default=None)
 @click.option("--team", "team_id", default=None)
 @click.option("--path-filter", default="%", show_default=True)
+@click.option(
+    "--expected-plan",
+    default=None,
+    metavar="DIGEST",
+    help="A dry run's plan_digest: apply only that plan, else write nothing (exit 1).",
+)
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="ID",
+    help="A proposal_id of that dry run to leave out (repeat it); the rest is applied as reviewed.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def reflect_command(
@@ -227,6 +239,8 @@ def reflect_command(
     scope: str | None,
     team_id: str | None,
     path_filter: str,
+    expected_plan: str | None,
+    exclude: tuple[str, ...],
     as_json: bool,
 ) -> None:
     """Consolidate and age OWNER's memories: summarize, promote, expire, decay, archive (see docs/reflect.md)."""
@@ -245,7 +259,7 @@ def reflect_command(
         limit=limit,
     )
     with open_engine(ctx) as engine:
-        report = reflect(engine, Principal.local(owner), request)
+        report = reflect(engine, Principal.local(owner), request, expected_plan=expected_plan, exclude=exclude)
     if as_json:
         emit(report)
     else:

@@ -300,17 +300,23 @@ def reflect_page(request: Request, engine: Engine, principal: Caller) -> Respons
 
 @router.post("/reflect/apply", response_class=HTMLResponse)
 def reflect_apply(request: Request, form: Form, engine: Engine, principal: Caller) -> Response:
-    """Apply exactly the reviewed dry run: its actions, its window and its plan digest (else 409)."""
+    """Apply exactly the reviewed dry run: its actions, its window, its plan digest (else 409), and of its
+    proposals the ones left ticked."""
     require(principal, WRITE)
     expected = _text(form, "expected_plan")
     if not expected:
         raise ValidationError("an apply needs the plan of a dry run; run the dry run and review it first")
+    kept = {str(p) for p in form.getlist("keep")}
+    proposed = [str(p) for p in form.getlist("proposed")]
+    if proposed and not kept & set(proposed):
+        raise ValidationError("no change is ticked: tick the changes to apply, or leave the page")
     report = reflect(
         engine,
         principal,
         _reflect_request(form, dry_run=False),
         context_of(request).settings.reflect,
         expected_plan=expected,
+        exclude=[p for p in proposed if p not in kept],
     )
     return render(request, "reflect_done.html", title="Reflect applied", report=report)
 

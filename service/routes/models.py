@@ -6,6 +6,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from compactor.plan import PROPOSAL_PATTERN
+from compactor.reflect import MAX_EXCLUDE
 from compactor.report import PLAN_DIGEST_PATTERN
 from retrieval import Memory, WriteResult
 from retrieval.domain import BATCH_LIMIT
@@ -159,6 +161,14 @@ class ReflectPlanBody(ReflectBody):
         default=None,
         pattern=PLAN_DIGEST_PATTERN,
         description="a dry run's plan_digest: plan again and apply only if the plan is still this one, else 409",
+    )
+    exclude: list[Annotated[str, Field(pattern=PROPOSAL_PATTERN)]] | None = Field(
+        default=None,
+        max_length=MAX_EXCLUDE,
+        description=(
+            "proposal_id values of that dry run to leave out: the rest is applied exactly as reviewed, "
+            "or nothing is written (409) when an id is not in the plan or leaving it out changes another proposal"
+        ),
     )
 
 

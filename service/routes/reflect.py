@@ -23,8 +23,10 @@ router = APIRouter(prefix="/api/v1", tags=["reflect"])
 def reflect_route(body: ReflectPlanBody, engine: Engine, principal: Caller, settings: SettingsOf) -> dict[str, Any]:
     fields = body.model_dump()
     fields["since"], fields["until"] = iso(body.since), iso(body.until)
-    expected_plan = fields.pop("expected_plan")
-    return reflect(engine, principal, ReflectRequest(**fields), settings.reflect, expected_plan=expected_plan)
+    expected_plan, exclude = fields.pop("expected_plan"), fields.pop("exclude")
+    return reflect(
+        engine, principal, ReflectRequest(**fields), settings.reflect, expected_plan=expected_plan, exclude=exclude
+    )
 
 
 @router.get("/audit", response_model=AuditListOut)

@@ -169,7 +169,8 @@ class ReflectReportOut(BaseModel):
     lifecycle: dict[str, list[dict[str, Any]]]
     counts: dict[str, int]
     audit_record_ids: list[str]
-    preview: list[dict[str, Any]]
+    excluded: list[str] = Field(description="the proposals left out at the caller's request")
+    preview: list[dict[str, Any]] = Field(description="each proposal as a person reviews it, with its proposal_id")
 
 
 class AuditRecordOut(BaseModel):

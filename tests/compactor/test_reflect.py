@@ -55,6 +55,17 @@ def line(content: str, **fields: Any) -> dict[str, Any]:
     }
 
 
+HELIX = "The user's favourite editor is Helix with the default keymap."
+EDITOR_QUESTIONS = ("Which editor does the user like?", "What keymap does the user use?", "Is Helix set up?")
+
+
+def read_for(engine: Any, memory_id: str, questions: tuple[str, ...]) -> None:
+    """What packs and lists record for a memory they show (usecases/reads.py), once per question."""
+    for question in questions:
+        engine.read_tracker.record([memory_id], question=question)
+    engine.read_tracker.flush()
+
+
 def seed_lines() -> list[dict[str, Any]]:
     """Two topics from one day's session (to summarize), one topic over three days (to promote), a
     memory read often (to promote alone), and memories to expire, decay, archive, or leave alone."""
@@ -66,11 +77,7 @@ def seed_lines() -> list[dict[str, Any]]:
         for i, s in enumerate(TOPICS["japan-trip"])
     ]
     lines += [
-        line(
-            "The user's favourite editor is Helix with the default keymap.",
-            access_count=9,
-            last_accessed_at=ago(hours=1),
-        ),
+        line(HELIX, access_count=9, last_accessed_at=ago(hours=1)),
         line("Temporary door code 4410 for the co-working space.", expires_at=ago(hours=1), path="access"),
         line("Old note about a retired build server.", type="semantic", created_at=ago(days=200), importance=0.5),
         line(
@@ -89,7 +96,9 @@ def seed_lines() -> list[dict[str, Any]]:
 def seeded(request, make_engine, real_embedder, clock):  # type: ignore[no-untyped-def]
     clock.moment = NOW
     engine = make_engine(real_embedder, backend=request.param, clock=clock)
-    import_records(engine, Principal.local("alice"), seed_lines())
+    lines = seed_lines()
+    import_records(engine, Principal.local("alice"), lines)
+    read_for(engine, next(x["id"] for x in lines if x["content"] == HELIX), EDITOR_QUESTIONS)
     import_records(
         engine,
         Principal.local("bob"),
@@ -191,6 +200,9 @@ def test_only_what_another_memory_holds_word_for_word_is_archived(make_engine, f
             line("An idle note nobody else repeats.", created_at=ago(days=600), occurred_at=ago(days=600)),
         ],
     )
+    noted = next(m.id for m in engine.store.iterate() if m.content == note)
+    # read for three questions 600 days ago (the store's bookkeeping write, with that day's time)
+    engine.store.record_access({noted: 0}, ago(days=600), [(noted, f"question-{i}") for i in range(3)])
     first = reflect(engine, ALICE, ReflectRequest(since=EVERYTHING))
     assert first["counts"]["promoted"] == 1 and first["counts"]["archived"] == 0  # carried only from this pass on
     second = reflect(engine, ALICE, ReflectRequest(since=EVERYTHING))
@@ -207,9 +219,9 @@ def test_a_dry_run_text_lists_each_candidate_and_what_the_limit_left_out(seeded)
     lines = render_reflect_text(dry).splitlines()
     listed = lines[lines.index(f"Candidates: {sum(dry['counts'].values())}") + 1 :]
     assert len(listed) == sum(dry["counts"].values())
-    expired = next(line for line in listed if line.startswith("- expire ["))
+    expired = next(line for line in listed if line.startswith("- expire-"))
     assert "Temporary door code 4410" in expired and "has passed" in expired
-    summary = next(line for line in listed if line.startswith("- summarize ["))
+    summary = next(line for line in listed if line.startswith("- summarize-"))
     assert "(+3 more)" in summary and "memories within cosine distance" in summary  # the new one and 5 members
     assert not any(line.startswith("Left out:") for line in lines)
     episodes = sum(1 for m in seeded.store.iterate("alice") if m.type.value == "episodic")
@@ -410,3 +422,41 @@ def test_properties_of_a_pass(make_engine, fake_embedder, clock, seed, asked):
         assert again["counts"]["decayed"] == 0 or asked["limit"] == 3  # a small limit may reach further now
     finally:
         engine.close()
+
+
+def test_leaving_out_a_summary_that_an_archive_relies_on_is_a_conflict_that_writes_nothing(
+    make_engine, real_embedder, clock
+):  # type: ignore[no-untyped-def]
+    """An idle member is archived in the pass that summarizes it into a memory holding all its words;
+    without that summary the archive has no ground, so excluding one without the other is refused."""
+    clock.moment = NOW
+    engine = make_engine(real_embedder, clock=clock)
+    old = ago(days=600)
+    import_records(
+        engine,
+        Principal.local("alice"),
+        [line(s, session_id="s-old", occurred_at=old, created_at=old) for s in TOPICS["postgres-migration"][:3]],
+    )
+    dry = reflect(engine, ALICE, ReflectRequest(since=EVERYTHING, dry_run=True, actions_csv="summarize,archive"))
+    (summary,) = [s["proposal_id"] for s in dry["summaries"]]
+    assert dry["counts"]["archived"] == 3
+    before = state(engine)
+    with pytest.raises(ConflictError, match="changes other proposals"):
+        reflect(
+            engine,
+            ALICE,
+            ReflectRequest(since=EVERYTHING, actions_csv="summarize,archive"),
+            expected_plan=dry["plan_digest"],
+            exclude=[summary],
+        )
+    assert state(engine) == before
+    archives = [a["proposal_id"] for a in dry["lifecycle"]["archived"]]
+    done = reflect(
+        engine,
+        ALICE,
+        ReflectRequest(since=EVERYTHING, actions_csv="summarize,archive"),
+        expected_plan=dry["plan_digest"],
+        exclude=[summary, *archives],
+    )
+    assert done["counts"] == {"summarized": 0, "promoted": 0, "expired": 0, "decayed": 0, "archived": 0}
+    assert sorted(done["excluded"]) == sorted([summary, *archives]) and state(engine) == before

@@ -183,6 +183,16 @@ def test_a_person_finds_corrects_forgets_reflects_and_manages_keys(server, brows
     page.get_by_role("link", name="Back to reflect").click()
     page.get_by_role("button", name="Dry run").click()
     page.get_by_role("heading", name="expire (2)").wait_for()
+    # Review item by item: untick the database note's expiry; the other change is applied alone.
+    page.locator("ul.plan > li", has_text="PostgreSQL 15 on db-2").get_by_label("apply").uncheck()
+    _shot(page, "06c-reflect-one-unticked")
+    page.get_by_role("button", name="Apply").click()
+    page.get_by_role("heading", name="Reflect applied").wait_for()
+    assert "expire-" in page.locator("#excluded").inner_text()
+    assert [api.get(f"/api/v1/memories/{ids[n]}").json()["status"] for n in ("old", "db")] == ["expired", "active"]
+    page.goto(f"{server.url}/ui/reflect")
+    page.get_by_role("button", name="Dry run").click()
+    page.get_by_role("heading", name="expire (1)").wait_for()
     page.get_by_role("button", name="Apply").click()
     page.get_by_role("heading", name="Reflect applied").wait_for()
     shown_ids = page.locator("#audit-ids li").all_inner_texts()

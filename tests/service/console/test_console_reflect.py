@@ -104,3 +104,19 @@ def test_a_read_only_key_may_check_a_dry_run_against_its_digest(app):
     assert _reflect(app, reader, dry_run=True, expected_plan=digest).status_code == 200
     assert _reflect(app, reader, dry_run=True, expected_plan="0" * 64).status_code == 409
     assert _reflect(app, reader, expected_plan=digest).status_code == 403  # applying needs memory:write
+
+
+def test_excluding_a_proposal_over_rest_applies_the_others_and_a_bad_id_is_a_422(app):
+    alice = app.headers("alice")
+    kept, left = _overdue(app, alice, "call the plumber"), _overdue(app, alice, "renew the passport")
+    dry, audited = _reflect(app, alice, dry_run=True).json(), _audit_count(app, alice)
+    by_memory = {p["memory_ids"][0]: p["proposal_id"] for p in dry["preview"]}
+    assert {e["proposal_id"] for e in dry["lifecycle"]["expired"]} == set(by_memory.values())
+    bad = _reflect(app, alice, expected_plan=dry["plan_digest"], exclude=["expire-XYZ"])
+    assert bad.status_code == 422 and _audit_count(app, alice) == audited
+    done = _reflect(app, alice, expected_plan=dry["plan_digest"], exclude=[by_memory[left]]).json()
+    assert done["excluded"] == [by_memory[left]] and [p["proposal_id"] for p in done["preview"]] == [by_memory[kept]]
+    assert app.client.get(f"/api/v1/memories/{kept}", headers=alice).json()["status"] == "expired"
+    assert app.client.get(f"/api/v1/memories/{left}", headers=alice).json()["status"] == "active"
+    stale = _reflect(app, alice, expected_plan=dry["plan_digest"], exclude=[by_memory[left]])
+    assert stale.status_code == 409 and _audit_count(app, alice) == audited + 1  # the plan moved on: nothing written

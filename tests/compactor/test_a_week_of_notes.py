@@ -1,0 +1,143 @@
+"""A new user's week of notes on a payments project, reflected on for real: what the pack keeps,
+what clusters, what is promoted, and a review that leaves one proposal out (compactor/plan.py)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from compactor import ReflectRequest, ReflectSettings, reflect
+from compactor.scripts import script_of
+from retrieval import ConflictError, Principal, get_memory, import_records, recall_context
+from retrieval.domain import format_time
+
+NOW = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
+ALICE = Principal(owner_id="alice", agent_id="a1")
+WEEK = ReflectRequest(time_window_hours=240)
+FIX = (
+    "PAY-2291 root cause: we multiplied by 100 for zero-decimal currencies. "
+    "refunds/amount.py now uses the ISO 4217 minor-units table."
+)
+FIX_SENTENCE = "refunds/amount.py now uses the ISO 4217 minor-units table."
+BUG = [
+    ("payments/bugs", "PAY-2291: refunds for JPY orders were 100x too large."),
+    ("payments/bugs", FIX),
+    ("payments/bugs", "Reran the refund job for PAY-2291 after the fix; amounts match Stripe now."),
+]
+CHINESE = [
+    ("payments/rules", "退款审批规则：超过5000元的退款需要财务主管审批。"),
+    ("payments/contacts", "对账问题请联系财务部的王芳，她负责每月的对账。"),
+    ("payments/bugs", "支付宝回调重复通知的bug已修复，现在用订单号去重。"),
+]
+STANDUP = "The payments standup is at 9:30 in the Kestrel room."
+UNRELATED = [  # six questions the standup note does not answer, for which it is still the best there is
+    "When is the standup?",
+    "Which room do we meet in?",
+    "Is the standup at 9:30 or 10:00?",
+    "Where is Kestrel?",
+    "Who comes to the payments standup?",
+    "Is there a meeting on Monday morning?",
+]
+VAULT = "The Stripe webhook secret lives in vault at payments/stripe/webhook."
+OTHER = [
+    ("payments/ops", "Deploys of the payments service need a second reviewer."),
+    ("payments/ops", "Settlement files from Adyen arrive at 02:00 UTC."),
+    ("payments/ops", STANDUP),
+    ("payments/ops", VAULT),
+]
+
+
+def at(days: float) -> str:
+    return format_time(NOW - timedelta(days=days))
+
+
+def week() -> list[dict[str, Any]]:
+    notes = [(2.0, BUG), (4.0, CHINESE), (5.0, OTHER)]
+    return [
+        {"content": text, "path": path, "occurred_at": at(day - i / 24), "session_id": f"day-{day}"}
+        for day, group in notes
+        for i, (path, text) in enumerate(group)
+    ]
+
+
+@pytest.fixture
+def engine(make_engine, real_embedder, clock):  # type: ignore[no-untyped-def]
+    clock.moment = NOW
+    opened = make_engine(real_embedder, clock=clock)
+    import_records(opened, Principal.local("alice"), week())
+    return opened
+
+
+def ids_of(engine: Any, texts: list[str]) -> list[str]:
+    by_text = {m.content: m.id for m in engine.store.iterate("alice")}
+    return [by_text[t] for t in texts]
+
+
+def proposals(report: dict[str, Any]) -> list[str]:
+    return [p["proposal_id"] for p in report["preview"]]
+
+
+def test_reflect_on_a_week_keeps_the_fix_language_and_promotes_only_what_was_used(engine) -> None:  # type: ignore[no-untyped-def]
+    (standup, vault) = ids_of(engine, [STANDUP, VAULT])
+    for question in UNRELATED:  # ranked first (a pack of one) for six questions, never fetched
+        assert [item.id for item in recall_context(engine, ALICE, question, max_items=1).items] == [standup]
+    for question in ("Where is the Stripe webhook secret?", "vault path for webhooks", "Stripe secret"):
+        assert vault in [item.id for item in recall_context(engine, ALICE, question).items]
+    get_memory(engine, ALICE, vault)
+    get_memory(engine, ALICE, vault)  # used: fetched by id twice, after being read for three questions
+
+    report = reflect(engine, ALICE, WEEK)
+
+    summaries = report["summaries"]
+    assert len(summaries) == 1 and set(summaries[0]["derived_from"]) == set(ids_of(engine, [t for _, t in BUG]))
+    assert summaries[0]["path"] == "payments/bugs"  # the members' common folder
+    assert {tuple(p["derived_from"]) for p in report["promotions"]} == {(vault,)}  # the standup note is not
+    pack = recall_context(engine, ALICE, "How did we fix PAY-2291?")
+    assert FIX_SENTENCE in pack.context_text  # the fix itself, whether the summary or the member carries it
+    for made in summaries + report["promotions"]:
+        assert len({script_of(get_memory(engine, ALICE, i).content) for i in made["derived_from"]}) == 1
+
+
+def test_with_the_model_trusted_on_chinese_the_unrelated_chinese_notes_would_cluster(engine) -> None:  # type: ignore[no-untyped-def]
+    """The control: without the lexical check, the English model puts the three Chinese notes in one
+    cluster, which is what the test above rules out."""
+    trusting = ReflectSettings(embedded_scripts=("Latin", "Han"))
+    dry = reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True), trusting)
+    chinese = set(ids_of(engine, [t for _, t in CHINESE]))
+    assert any(set(s["derived_from"]) == chinese for s in dry["summaries"])
+    checked = reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True))
+    assert not any(set(s["derived_from"]) & chinese for s in checked["summaries"])
+
+
+def test_leaving_one_proposal_out_applies_exactly_the_others(engine) -> None:  # type: ignore[no-untyped-def]
+    older = [
+        {"content": "Old runbook: rotate the Adyen API key by hand.", "type": "semantic", "created_at": at(200)},
+        {"content": "Old note: the sandbox merchant id is 4411.", "type": "semantic", "created_at": at(300)},
+        {"content": "Freeze on payments deploys until Friday.", "expires_at": at(1), "created_at": at(3)},
+    ]
+    import_records(engine, Principal.local("alice"), [{"path": "payments/old", **line} for line in older])
+    dry = reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True, actions_csv="summarize,decay"))
+    summary = dry["summaries"][0]["proposal_id"]
+    assert summary in proposals(dry) and len(proposals(dry)) >= 2
+    done = reflect(
+        engine,
+        ALICE,
+        ReflectRequest(time_window_hours=240, actions_csv="summarize,decay"),
+        expected_plan=dry["plan_digest"],
+        exclude=[summary],
+    )
+    assert proposals(done) == [p for p in proposals(dry) if p != summary] and done["excluded"] == [summary]
+    assert len(done["audit_record_ids"]) == len(proposals(dry)) - 1 and done["counts"]["summarized"] == 0
+    made = dry["summaries"][0]["id"]
+    assert made not in {m.id for m in engine.store.iterate("alice")}
+    again = reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True, actions_csv="summarize,decay"))
+    assert proposals(again) == [summary]  # what was left out is proposed again, nothing else
+
+
+def test_an_exclusion_from_another_plan_writes_nothing(engine) -> None:  # type: ignore[no-untyped-def]
+    dry = reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True))
+    with pytest.raises(ConflictError, match="no proposal summarize-000000000000"):
+        reflect(engine, ALICE, WEEK, expected_plan=dry["plan_digest"], exclude=["summarize-000000000000"])
+    assert reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True)) == dry
