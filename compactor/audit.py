@@ -6,14 +6,34 @@ import json
 import uuid
 from typing import Any
 
-from retrieval import Memory, MemoryEngine, Principal
+from retrieval import Memory, MemoryEngine, Principal, ValidationError
 from retrieval.domain import READ, check_range, format_time, optional_time, require
 from retrieval.storage import AuditRecord, audit_records
 
-from .options import normalize_actions
+from .options import ACTION_ALIASES, ACTIONS
 from .plan import Change, Plan
 
-__all__ = ["MAX_AUDIT_LIMIT", "audit_rows", "list_audit"]
+__all__ = ["AUDIT_ACTIONS", "MAX_AUDIT_LIMIT", "audit_actions", "audit_rows", "list_audit"]
+
+# What the audit log records: the changes of people and agents, then reflect's five.
+RECORD_ACTIONS = ("create", "edit", "archive", "restore", "forget")
+AUDIT_ACTIONS = RECORD_ACTIONS + tuple(a for a in ACTIONS if a not in RECORD_ACTIONS)
+
+
+def audit_actions(action_csv: str) -> tuple[str, ...]:
+    """Comma-separated audit actions (reflect's aliases too) in canonical order; anything else is a 422."""
+    chosen: set[str] = set()
+    for raw in action_csv.split(","):
+        name = ACTION_ALIASES.get(raw.strip().lower(), raw.strip().lower())
+        if not name:
+            continue
+        if name not in AUDIT_ACTIONS:
+            raise ValidationError(
+                f"unknown audit action {raw.strip()[:40]!r}; the log records {', '.join(AUDIT_ACTIONS)}"
+            )
+        chosen.add(name)
+    return tuple(a for a in AUDIT_ACTIONS if a in chosen)
+
 
 # Fields an audit record leaves out of a record's values: the BM25 context is derived, not content.
 _UNAUDITED = {"context"}
@@ -69,11 +89,11 @@ def list_audit(
 ) -> list[dict[str, Any]]:
     """Audit records of the caller's own space and its teams, newest first (needs memory:read).
 
-    `since`/`until` are ISO 8601 bounds on when the record was written; `action` takes the reflect
-    action names and aliases, comma-separated."""
+    `since`/`until` are ISO 8601 bounds on when the record was written; `action` takes audit actions
+    (AUDIT_ACTIONS, and reflect's aliases), comma-separated."""
     require(principal, READ)
     since, until = optional_time(since, "since"), optional_time(until, "until")
-    actions = normalize_actions(action) if action else None
+    actions = audit_actions(action) if action else None
     limit = check_range(limit, "limit", 1, MAX_AUDIT_LIMIT)
     with engine.store.reading() as connection:
         records = audit_records(

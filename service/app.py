@@ -59,6 +59,8 @@ def create_app(
         max_body_bytes=settings.max_body_bytes,
         rate_limit=settings.rate_limit_per_minute,
     )
-    app.add_middleware(ConsoleGate, keys=keys)  # outermost: the console's session cookie to a bearer key
+    app.add_middleware(
+        ConsoleGate, keys=keys, max_body_bytes=settings.max_body_bytes
+    )  # outermost: the console's session cookie to a bearer key
     install_error_handlers(app)
     return app

@@ -5,6 +5,7 @@ as JSON, and anything unexpected as a logged 500 that never shows its details.""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -15,6 +16,7 @@ from starlette.routing import Match
 from retrieval import XMemoError
 
 from .console import render_error_page
+from .schemas import pattern_words
 
 __all__ = ["error_response", "install_error_handlers"]
 
@@ -44,10 +46,7 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(_: Request, error: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in e.get('loc', ()) if p != 'body')}: {e.get('msg', 'invalid')}"
-            for e in error.errors()
-        )
+        problems = "; ".join(_in_words(e) for e in error.errors())
         return error_response(422, "validation_error", problems or "invalid request")
 
     @app.exception_handler(StarletteHTTPException)
@@ -62,3 +61,14 @@ def install_error_handlers(app: FastAPI) -> None:
     async def _unexpected(_: Request, error: Exception) -> JSONResponse:
         log.exception("unexpected error")
         return error_response(500, "internal_error", "internal error; see the server log with the audit id")
+
+
+def _in_words(problem: dict[str, Any]) -> str:
+    """One validation problem as a person reads it: the field, then what is wrong, never a regex."""
+    where = ".".join(str(p) for p in problem.get("loc", ()) if p != "body")
+    kind, context = problem.get("type", ""), problem.get("ctx") or {}
+    if not where and kind in ("model_attributes_type", "dict_type", "json_invalid", "missing"):
+        return "the body must be a JSON object, sent with Content-Type: application/json"
+    if kind == "string_pattern_mismatch":
+        return f"{where} {pattern_words(str(context.get('pattern', '')), problem.get('input'))}"
+    return f"{where}: {problem.get('msg', 'invalid')}"

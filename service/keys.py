@@ -20,11 +20,11 @@ from typing import Any
 from sqlalchemy import Column, Engine, Float, Index, MetaData, String, Table, Text, bindparam, select, update
 from sqlalchemy.engine import Connection
 
-from retrieval import AuthenticationError, Principal, ValidationError
-from retrieval.domain import READ, SCOPES, WRITE, format_time, utc_now
+from retrieval import AuthenticationError, NotFoundError, PermissionDeniedError, Principal, ValidationError
+from retrieval.domain import ADMIN, READ, SCOPES, WRITE, format_time, utc_now
 from retrieval.storage import Migration, map_sql_faults, migrate, open_engine, private_file, secure_data_dir
 
-__all__ = ["IssuedKey", "KeyStore"]
+__all__ = ["IssuedKey", "KeyStore", "manages"]
 _metadata = MetaData()
 api_keys = Table(
     "api_keys",
@@ -115,6 +115,27 @@ def _principal_from(document: dict[str, Any]) -> Principal:
     )
 
 
+def manages(admin: Principal | None, key: Principal) -> bool:
+    """Whether `admin` may see, issue and revoke a key of principal `key` (None: the operator, at the CLI).
+
+    Key management is the operator's: a `memory:admin` key restricted to no team manages every key. The
+    admin of teams manages only keys inside what it holds itself: each of the key's teams one of its
+    own, each scope one it has, and the owner its own unless the key is a team key. So a team's admin
+    can never list another tenant's keys, grant a team or scope it lacks, or revoke the operator's key.
+    """
+    if admin is None:
+        return True
+    if ADMIN not in admin.scopes:
+        return False
+    if not admin.team_ids:
+        return True
+    return (
+        set(key.team_ids) <= set(admin.team_ids)
+        and key.scopes <= admin.scopes
+        and (key.owner_id == admin.owner_id or bool(key.team_ids))
+    )
+
+
 class KeyStore:
     """Issues, resolves, lists and revokes API keys."""
 
@@ -142,7 +163,9 @@ class KeyStore:
         workspace_id: str = "",
         project_id: str | None = None,
         scopes: tuple[str, ...] = (READ, WRITE),
+        by: Principal | None = None,
     ) -> IssuedKey:
+        """Issue a key; `by` is the admin asking (None: the operator), who may issue only what it manages."""
         if not owner_id.strip():
             raise ValidationError("owner must be a non-empty string")
         unknown = set(scopes) - set(SCOPES)
@@ -157,6 +180,10 @@ class KeyStore:
             team_ids=tuple(dict.fromkeys(team_ids)),
             scopes=frozenset(scopes),
         )
+        if not manages(by, principal):
+            raise PermissionDeniedError(
+                "a team's admin key issues keys only for its own owner and teams, with scopes it holds itself"
+            )
         key_id = secrets.token_hex(6)
         secret = secrets.token_urlsafe(32)
         with self.engine.begin() as connection:
@@ -191,20 +218,26 @@ class KeyStore:
             raise AuthenticationError("invalid or revoked API key")
         return row.key_id, _principal_from(json.loads(row.principal))
 
-    def list(self) -> list[dict[str, Any]]:
+    def list(self, by: Principal | None = None) -> list[dict[str, Any]]:
+        """The keys `by` manages (`manages`; None: every key), oldest first."""
         with self.engine.connect() as connection:
             rows = connection.execute(select(api_keys).order_by(api_keys.c.created_at, api_keys.c.key_id))
-            return [
-                {
-                    "key_id": r.key_id,
-                    "created_at": r.created_at,
-                    "revoked_at": r.revoked_at,
-                    **_principal_dict(_principal_from(json.loads(r.principal))),
-                }
-                for r in rows
-            ]
+            found = [(r, _principal_from(json.loads(r.principal))) for r in rows]
+        return [
+            {"key_id": r.key_id, "created_at": r.created_at, "revoked_at": r.revoked_at, **_principal_dict(p)}
+            for r, p in found
+            if manages(by, p)
+        ]
 
-    def revoke(self, key_id: str) -> bool:
+    def revoke(self, key_id: str, by: Principal | None = None) -> bool:
+        """Revoke a key `by` manages: True when it was active, False when there is no active key of that
+        id; NotFoundError for a key `by` does not manage (the console answers both with a 404)."""
+        with self.engine.connect() as connection:
+            row = connection.execute(select(api_keys.c.principal).where(api_keys.c.key_id == key_id)).first()
+        if row is None:
+            return False
+        if not manages(by, _principal_from(json.loads(row.principal))):
+            raise NotFoundError(f"no key {key_id[:40]!r} among the keys this key manages")
         with self.engine.begin() as connection:
             result = connection.execute(
                 update(api_keys)

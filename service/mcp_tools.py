@@ -156,7 +156,7 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
             filters=filters,
             items=max_items,
         )
-        return render_context_text(pack)
+        return render_context_text(pack, engine_of().tokens)
 
     @server.tool(name="recall", description="Light best-effort recall: the few most relevant memories.")
     async def recall_tool(query: str, ctx: Context, limit: Integer = 5) -> str:
@@ -223,4 +223,16 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
             }
         )
 
+    _refuse_unknown_arguments(server)
     return server
+
+
+def _refuse_unknown_arguments(server: MCPServer) -> None:
+    """An argument a tool does not take is an error, as an unknown field is a 422 over REST: a misspelt
+    `max_token` must not pass silently as the default. Each tool's argument model forbids extra fields,
+    and its published input schema says so (`additionalProperties: false`)."""
+    for tool in server._tool_manager.list_tools():  # the SDK has no public hook for the argument model
+        model = tool.fn_metadata.arg_model
+        model.model_config["extra"] = "forbid"
+        model.model_rebuild(force=True)
+        tool.parameters = model.model_json_schema(by_alias=True)

@@ -20,7 +20,7 @@ from retrieval import AuthenticationError, StoreError
 
 from .keys import KeyStore
 
-__all__ = ["PUBLIC_PATHS", "EdgeMiddleware", "Metrics"]
+__all__ = ["PUBLIC_PATHS", "EdgeMiddleware", "Metrics", "bounded_body"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -118,6 +118,27 @@ async def _read_body(receive: Receive, limit: int) -> tuple[list[Message], bool]
             return messages, True
         if not message.get("more_body", False):
             return messages, False
+
+
+async def bounded_body(scope: Scope, receive: Receive, send: Send, limit: int) -> Receive | None:
+    """Read the request's body before anything parses it, up to `limit` bytes: a receive that replays it,
+    or None once a 413 has been sent (a Content-Length over the limit is refused unread)."""
+    length = dict(scope.get("headers", [])).get(b"content-length", b"")
+    over = length.isdigit() and int(length) > limit
+    buffered: list[Message] = []
+    if not over:
+        buffered, over = await _read_body(receive, limit)
+    if over:
+        body = _error_body("payload_too_large", f"request body exceeds {limit} bytes")
+        headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+        await send({"type": "http.response.start", "status": 413, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+        return None
+
+    async def replay() -> Message:
+        return buffered.pop(0) if buffered else await receive()
+
+    return replay
 
 
 class EdgeMiddleware:

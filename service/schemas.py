@@ -26,6 +26,7 @@ __all__ = [
     "ERROR_RESPONSES",
     "NON_BLANK_LABEL",
     "ActionList",
+    "AuditActionList",
     "ErrorBody",
     "EventBody",
     "Label",
@@ -40,6 +41,7 @@ __all__ = [
     "StateBody",
     "Timestamp",
     "iso",
+    "pattern_words",
 ]
 
 # "Not blank" as one character class that JSON Schema (ECMA-262), pydantic (Rust regex) and
@@ -185,10 +187,19 @@ class EventBody(_Strict):
     metadata: dict[str, Any] = Field(default_factory=dict)
 
 
-_ACTION = "(?:summarize|promote|expire|decay|archive|summary|promotion|expiry|importance_decay|archival)"
+ACTION_NAMES: tuple[str, ...] = ("summarize", "promote", "expire", "decay", "archive", "summary", "promotion")
+ACTION_NAMES += ("expiry", "importance_decay", "archival")
+AUDIT_ACTION_NAMES = ("create", "edit", "restore", "forget", *ACTION_NAMES)
+_ACTION = f"(?:{'|'.join(ACTION_NAMES)})"
+_AUDIT_ACTION = f"(?:{'|'.join(AUDIT_ACTION_NAMES)})"
 # Comma-separated reflect actions and their aliases (the XMemo contract); empty means all five.
 ActionList = Annotated[
     str, StringConstraints(max_length=MAX_LABEL_CHARS, pattern=f"^ *(?:{_ACTION} *(?:, *{_ACTION} *)*)?$")
+]
+# Comma-separated audit actions: the record changes (create, edit, archive, restore, forget) and reflect's.
+AuditActionList = Annotated[
+    str,
+    StringConstraints(max_length=MAX_LABEL_CHARS, pattern=f"^ *(?:{_AUDIT_ACTION} *(?:, *{_AUDIT_ACTION} *)*)?$"),
 ]
 
 
@@ -204,3 +215,21 @@ class ReflectBody(_Strict):
     scope: Label | None = None
     team_id: Label | None = None
     limit: int = Field(default=DEFAULT_LIMIT, strict=True, description=f"candidate budget; clamped to 1..{MAX_LIMIT}")
+
+
+def pattern_words(pattern: str, value: object) -> str:
+    """What a schema's pattern asks for, in words, for the 422 message (a person should not read a regex)."""
+    if pattern == NOT_BLANK:
+        return "must not be empty or blank"
+    if pattern == NON_BLANK_LABEL:
+        return "must not be blank, and may not hold control characters"
+    if pattern == r"^[^\x00-\x1f]*$":
+        return "may not hold control characters"
+    if pattern == f"^{KEY_REGEX}$":
+        return "must be a lower-case key: a letter or digit, then up to 127 of a-z 0-9 _ . : -"
+    for names, allowed in ((_AUDIT_ACTION, AUDIT_ACTION_NAMES), (_ACTION, ACTION_NAMES)):
+        if names in pattern:
+            unknown = [w.strip() for w in str(value).split(",") if w.strip() and w.strip() not in allowed]
+            named = f"{unknown[0]!r} is not one; " if unknown else ""
+            return f"must be a comma-separated list of actions: {named}the actions are {', '.join(allowed)}"
+    return "is not in the expected form"

@@ -24,11 +24,13 @@ __all__ = [
     "check_field",
     "check_key",
     "check_metadata",
+    "check_no_nul",
     "check_path",
     "check_path_filter",
     "check_query",
     "check_range",
     "check_unit",
+    "holds_nul",
     "is_blank",
     "memory_type_or_auto",
     "optional_time",
@@ -43,20 +45,27 @@ def is_blank(text: str) -> bool:
     return _BLANK.fullmatch(text) is not None
 
 
+def check_no_nul(text: str, name: str) -> str:
+    """Refuse the NUL character: PostgreSQL cannot store it in text, so both backends refuse it alike."""
+    if "\x00" in text:
+        raise ValidationError(f"{name} must not contain the NUL character (U+0000)")
+    return text
+
+
 def check_content(content: Any) -> str:
     if not isinstance(content, str) or is_blank(content):
         raise ValidationError("content must be a non-empty string")
     if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
         raise ValidationError(f"content exceeds {MAX_CONTENT_BYTES} bytes")
-    return content
+    return check_no_nul(content, "content")
 
 
-def check_query(query: Any) -> str:
+def check_query(query: Any, name: str = "query") -> str:
     if not isinstance(query, str) or is_blank(query):
-        raise ValidationError("query must be a non-empty string")
+        raise ValidationError(f"{name} must be a non-empty string")
     if len(query) > MAX_QUERY_CHARS:
-        raise ValidationError(f"query exceeds {MAX_QUERY_CHARS} characters")
-    return query.strip()
+        raise ValidationError(f"{name} exceeds {MAX_QUERY_CHARS} characters")
+    return check_no_nul(query, name).strip()
 
 
 def check_path(path: Any, name: str = "path") -> str:
@@ -113,7 +122,25 @@ def check_metadata(metadata: Any) -> dict[str, Any]:
         raise ValidationError(f"metadata must be plain JSON: {error}") from error
     if len(encoded.encode("utf-8")) > MAX_METADATA_BYTES:
         raise ValidationError(f"metadata exceeds {MAX_METADATA_BYTES} bytes as JSON")
+    if "\\u0000" in encoded and holds_nul(metadata):  # json.dumps writes a NUL as that escape
+        raise ValidationError("metadata must not contain the NUL character (U+0000)")
     return dict(metadata)
+
+
+def holds_nul(value: Any) -> bool:
+    """Whether a text, or any key or text inside a JSON-like value, holds the NUL character."""
+    pending: list[Any] = [value]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            if "\x00" in value:
+                return True
+        elif isinstance(value, dict):
+            pending.extend(value.keys())
+            pending.extend(value.values())
+        elif isinstance(value, (list, tuple)):
+            pending.extend(value)
+    return False
 
 
 def _check_depth(metadata: dict[str, Any]) -> None:

@@ -27,6 +27,9 @@ MIN_SHORTENED_TOKENS = 24  # below this, a shortened block would be a header and
 ELLIPSIS = " …"
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 _WORD_GAP = re.compile(r"\s+")
+# Scripts written without spaces (Han, Kana, Hangul, full-width forms): a cut may fall after any of
+# their characters, or a Chinese text would have no boundary to shorten at.
+_UNSPACED = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +62,12 @@ def _block(number: int, candidate: PackCandidate, body: str) -> str:
 
 
 def _cut_points(body: str) -> list[int]:
-    """Candidate end offsets, longest first: sentence ends, then word gaps."""
+    """Candidate end offsets, longest first: sentence ends, word gaps, and after each character of a
+    script written without spaces."""
     sentences = [m.start() for m in _SENTENCE_END.finditer(body)]
     words = [m.start() for m in _WORD_GAP.finditer(body)]
-    return sorted(set(sentences + words), reverse=True)
+    characters = [m.end() for m in _UNSPACED.finditer(body)]
+    return sorted(set(sentences + words + characters), reverse=True)
 
 
 def _shorten(number: int, candidate: PackCandidate, budget: int, counter: TokenCounter) -> tuple[str, int] | None:
@@ -101,11 +106,20 @@ def _bisect_points(
     return list(reversed(ascending[: found + 1])) if found >= 0 else []
 
 
-def _hard_cut(candidate: PackCandidate, budget: int, counter: TokenCounter) -> tuple[str, int]:
-    """Last resort for the top item under a tiny budget: the longest prefix of the body that fits."""
-    text = candidate.body.strip()
-    tokens = counter.encode(text)[:budget]
-    cut = counter.decode(tokens)
+def _hard_cut(number: int, candidate: PackCandidate, budget: int, counter: TokenCounter) -> tuple[str, int]:
+    """Last resort for the top item under a tiny budget: its header and the longest prefix of the body
+    that fits (cut inside a word), or when not even the header fits, the longest prefix of the body."""
+    body = candidate.body.strip()
+    room = budget - counter.count(_block(number, candidate, ELLIPSIS.strip()))
+    if room > 0:
+        cut = counter.decode(counter.encode(body)[:room]).rstrip("\ufffd").rstrip()  # no split character
+        while cut:
+            text = _block(number, candidate, cut + ELLIPSIS)
+            count = counter.count(text)
+            if count <= budget:
+                return text, count
+            cut = cut[:-1].rstrip()
+    cut = counter.decode(counter.encode(body)[:budget]).rstrip("\ufffd")
     while cut and counter.count(cut) > budget:
         cut = cut[:-1]
     return cut, counter.count(cut)
@@ -155,7 +169,7 @@ def pack_context(ranked: Sequence[PackCandidate], max_items: int, max_tokens: in
             _shorten(number, candidate, remaining, counter) if remaining >= MIN_SHORTENED_TOKENS or not items else None
         )
         if cut is None and not items:
-            cut = _hard_cut(candidate, remaining, counter)
+            cut = _hard_cut(number, candidate, remaining, counter)
         if cut is not None:
             items.append(PackedItem(candidate.id, rank, cut[0], cut[1], True))
             used += cut[1]

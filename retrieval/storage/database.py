@@ -47,6 +47,9 @@ def open_engine(target: Path | str, busy_timeout_ms: int = 30_000) -> Engine:
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
+        # A deleted row's bytes are overwritten, not left in free pages: what a forget removes is gone
+        # from the file (and, after the checkpoint forget runs, from the write-ahead log).
+        cursor.execute("PRAGMA secure_delete=ON")
         cursor.close()
 
     return engine

@@ -208,6 +208,14 @@ class MemoryStore:
             return postgresql_insert(read_questions).from_select(names, pair).on_conflict_do_nothing()
         return read_questions.insert().from_select(names, pair).prefix_with("OR IGNORE")
 
+    def checkpoint(self) -> None:
+        """SQLite: copy the write-ahead log into the database file and empty it, so that what a forget
+        removed does not linger in the log until the next automatic checkpoint. PostgreSQL: nothing."""
+        if self.sql_engine.dialect.name != "sqlite":
+            return
+        with self.sql_engine.connect() as connection:
+            connection.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def questions_read(self, ids: Sequence[str]) -> dict[str, int]:
         """How many distinct questions each of these memories was read for (absent: none)."""
         counted: dict[str, int] = {}

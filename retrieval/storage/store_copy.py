@@ -13,7 +13,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..domain import Memory, StoreError
+from sqlalchemy.exc import SQLAlchemyError
+
+from ..domain import Memory, StoreError, holds_nul
 from .store import MODEL_KEYS, MemoryStore
 
 __all__ = ["CachedVectors", "CopyCounts", "copy_store"]
@@ -88,14 +90,30 @@ def copy_store(
 
 
 def _copy_records(target: MemoryStore, batch: list[Memory]) -> tuple[int, int]:
+    """Copy one batch in one transaction. A record the target cannot hold is named by its id, never
+    shown: an error of the database driver would print the batch's rows, other tenants' content with them."""
     if not batch:
         return 0, 0
-    with target.unit_of_work() as work:
-        stored = work.versions([m.id for m in batch])
-        fresh = [m for m in batch if m.id not in stored]
-        behind = [(m, stored[m.id]) for m in batch if m.id in stored and stored[m.id] < m.version]
-        work.insert(fresh)
-        work.replace_many(behind)
+    if target.sql_engine.dialect.name == "postgresql":
+        for memory in batch:
+            if holds_nul(memory.to_dict()):
+                raise StoreError(
+                    f"record {memory.id} holds the NUL character (U+0000), which PostgreSQL cannot store; "
+                    "edit or forget it in the source store and run again (records before it were copied)"
+                )
+    try:
+        with target.unit_of_work() as work:
+            stored = work.versions([m.id for m in batch])
+            fresh = [m for m in batch if m.id not in stored]
+            behind = [(m, stored[m.id]) for m in batch if m.id in stored and stored[m.id] < m.version]
+            work.insert(fresh)
+            work.replace_many(behind)
+    except SQLAlchemyError as error:
+        cause = type(getattr(error, "orig", None) or error).__name__
+        raise StoreError(
+            f"the target refused the batch of records {batch[0].id} to {batch[-1].id} ({cause}); "
+            "records before it were copied, this batch was not"
+        ) from None
     return len(fresh), len(behind)
 
 

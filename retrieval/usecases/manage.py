@@ -31,6 +31,7 @@ from ..domain import (
     check_content,
     check_field,
     check_metadata,
+    check_no_nul,
     check_path,
     check_range,
     check_unit,
@@ -164,8 +165,8 @@ def list_memories(engine: MemoryEngine, principal: Principal, query: ListQuery) 
         raise ValidationError(f"time_field must be one of {', '.join(TIME_FIELDS)}")
     listing = Listing(
         path_prefix=query.path_prefix or None,
-        metadata=_metadata_pair(query.metadata) if query.metadata else None,
-        text=query.text.strip() if query.text and query.text.strip() else None,
+        metadata=_metadata_pair(check_no_nul(query.metadata, "metadata")) if query.metadata else None,
+        text=check_no_nul(query.text, "text").strip() if query.text and query.text.strip() else None,
         time_field=query.time_field,
         since=optional_time(query.since, "since"),
         until=optional_time(query.until, "until"),
@@ -212,9 +213,11 @@ def _versions(memory: Memory, trail: list[AuditRecord]) -> list[Version]:
             versions[int(after["version"])] = Version(
                 int(after["version"]), record.created_at, record.action, record.actor, record.id, after
             )
+    # The version a memory was created at is the one before its first audited change, or, with none,
+    # the version it is at: a state that superseded version 1 of its slot is created at version 2.
     first = min(versions, default=memory.version + 1)
-    if first > 1 or not versions:
-        start = 1 if not versions else first - 1
+    if first > 1:
+        start = first - 1
         versions.setdefault(start, Version(start, memory.created_at, "created", "", None, {}))
     return [versions[v] for v in sorted(versions)]
 
@@ -374,6 +377,7 @@ def _forget(
         unused = sorted(set(digests) - work.embed_shas_in_use(digests))
     engine.embedder.cache.delete_many(unused)
     _clear_query_cache(engine)
+    engine.store.checkpoint()  # the forgotten rows' old pages leave the SQLite write-ahead log too
     engine.index.flush()
     engine.index.optimize()  # merge segments, so that deleted vectors do not linger on disk
     return Forgotten(ids, audit_ids)

@@ -6,29 +6,83 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .results import ContextPack, SearchResult
+from ..ranking import PackCandidate, TokenCounter, pack_context
+from .results import ContextPack, PackItem, SearchResult
 
 __all__ = ["NO_MATCH", "render_context_text", "render_identity_text", "render_search_text"]
 
 NO_MATCH = "No matching XMemo memory was found."
+MIN_BLOCK_TOKENS = 4  # a shortened top item smaller than this says nothing: the budget is too small
 
 
-def render_context_text(pack: ContextPack) -> str:
-    """`### XMemo Context` text of a structured recall_context pack."""
+def render_context_text(pack: ContextPack, counter: TokenCounter) -> str:
+    """`### XMemo Context` text of a structured recall_context pack, counted whole against `max_tokens`.
+
+    What the agent receives is this text, so its `Budget:` line reports the tokens of all of it: the
+    heading, the Items, Budget and Reference lines, `Context:` and the body. The body is `context_text`
+    cut further when the whole does not fit: whole items are left out from the end (with their
+    Reference lines), then the one left is shortened. When not even the heading and one Reference line
+    fit, the text holds those and a Budget line saying that the budget is too small.
+    """
     items = pack.items
     if not items:
         return NO_MATCH
     budget = pack.budget
-    lines = ["### XMemo Context", f"Items: {len(items)}"]
-    if budget.dropped_items or budget.shortened_items:
-        lines.append(
-            f"Budget: used {budget.used_tokens}/{budget.max_tokens} tokens, "
-            f"{budget.used_items}/{budget.max_items} items; "
-            f"dropped {budget.dropped_items}, shortened {budget.shortened_items}"
+    blocks = list(pack.blocks) or [pack.context_text]
+    for shown in range(len(items), 0, -1):
+        text = _whole(pack, shown, "".join(blocks[:shown]), counter, shortened=0)
+        if counter.count(text) <= budget.max_tokens:
+            return text
+    first = _first_cut(pack, blocks[0], counter)
+    if first is not None:
+        return first
+    reference = _reference(items[0])
+    needed = counter.count("\n".join(["### XMemo Context", "Items: 1", reference, "Context:", ""]))
+    return "\n".join(
+        [
+            "### XMemo Context",
+            f"Budget: too small: max_tokens {budget.max_tokens} cannot hold the heading and one "
+            f"reference ({needed} tokens and more)",
+            reference,
+        ]
+    )
+
+
+def _reference(item: PackItem) -> str:
+    return f"Reference: {item.id} | Type: {item.type} | Location: {item.path}"
+
+
+def _whole(pack: ContextPack, shown: int, body: str, counter: TokenCounter, *, shortened: int) -> str:
+    """The text with the first `shown` items and `body`, its Budget line counting the text it is in."""
+    budget = pack.budget
+    dropped = budget.dropped_items + len(pack.items) - shown
+    used = 0
+    for _ in range(4):  # the count's own digits are in the text: settle it (twice is the most it takes)
+        line = (
+            f"Budget: used {used}/{budget.max_tokens} tokens, {shown}/{budget.max_items} items; "
+            f"dropped {dropped}, shortened {budget.shortened_items + shortened}"
         )
-    lines.extend(f"Reference: {i.id} | Type: {i.type} | Location: {i.path}" for i in items)
-    lines.append("Context:")
-    return "\n".join(lines) + "\n" + pack.context_text
+        head = ["### XMemo Context", f"Items: {shown}", line, *(_reference(i) for i in pack.items[:shown]), "Context:"]
+        text = "\n".join(head) + "\n" + body
+        counted = counter.count(text)
+        if counted == used:
+            return text
+        used = counted
+    return text
+
+
+def _first_cut(pack: ContextPack, block: str, counter: TokenCounter) -> str | None:
+    """The text with the top item alone, its block shortened to fit, or None when nothing of it fits."""
+    header, _, body = block.removeprefix("[1] ").partition("\n")
+    overhead = counter.count(_whole(pack, 1, "", counter, shortened=1))
+    room = pack.budget.max_tokens - overhead
+    while room >= MIN_BLOCK_TOKENS:
+        cut = pack_context([PackCandidate(pack.items[0].id, header, body.strip())], 1, room, counter)
+        text = _whole(pack, 1, cut.context_text, counter, shortened=0 if pack.items[0].shortened else 1)
+        if counter.count(text) <= pack.budget.max_tokens:
+            return text
+        room -= 1 + counter.count(text) - pack.budget.max_tokens
+    return None
 
 
 def render_search_text(results: Sequence[SearchResult], title: str) -> str:

@@ -22,6 +22,7 @@ from ..domain import (
     MemoryType,
     Principal,
     ValidationError,
+    carries,
     check_field,
     check_query,
     check_range,
@@ -73,6 +74,60 @@ def _without_restatements(engine: MemoryEngine, ranked: list[Hydrated]) -> tuple
     vectors = engine.index.dense_vectors([h.memory.id for h in ranked])
     kept, collapsed = collapse_restatements([h.memory for h in ranked], vectors, len(ranked))
     return [ranked[position] for position in kept], collapsed
+
+
+def _candidate(memory: Memory) -> PackCandidate:
+    return PackCandidate(
+        memory.id, f"{_date(memory)} · {memory.type.value} · {memory.path}", spoken(memory.content, memory.speaker)
+    )
+
+
+def _is_summary(memory: Memory) -> bool:
+    return bool(memory.derived_from) and "\n" in memory.content
+
+
+def _reach(read: list[Hydrated], max_items: int, max_tokens: int, engine: MemoryEngine) -> dict[str, tuple[float, str]]:
+    """The memories this question reaches, with their scores and spoken texts: what a pack of the same
+    budget holds when nothing reflect made takes part, and every memory scoring at least the last of them."""
+    plain = [h for h in read if not h.memory.derived_from]
+    pack = pack_context([_candidate(h.memory) for h in plain], max_items, max_tokens, engine.tokens)
+    if not pack.items:
+        return {}
+    bar = min(plain[item.rank].ranked.score for item in pack.items)
+    return {
+        h.memory.id: (h.ranked.score, spoken(h.memory.content, h.memory.speaker))
+        for h in plain
+        if h.ranked.score >= bar
+    }
+
+
+def _focused(read: list[Hydrated], reach: dict[str, tuple[float, str]]) -> list[Hydrated]:
+    """Each summary as this question needs it: its heading and, best first, the lines of the members
+    the question reaches (`_reach`); a summary with no such line is left out. A line of a member it
+    does not reach would spend the budget on what the pack leaves out anyway, and that member stays in
+    the ranking as itself (the restatement collapse, which runs next, hides only members whose words
+    the shown lines hold). A member's line is one whose every sentence it holds (`carries`).
+
+    Measured on the lifecycle replay (docs/evaluation.md): summaries shown whole held all of a
+    question's evidence less often than no reflect at all; shown this way, more often."""
+    focused: list[Hydrated] = []
+    for hydrated in read:
+        memory = hydrated.memory
+        if not _is_summary(memory):
+            focused.append(hydrated)
+            continue
+        heading, *lines = memory.content.split("\n")
+        members = [reach[m] for m in memory.derived_from if m in reach]
+        kept: list[tuple[float, str]] = []
+        for line in lines:
+            scores = [score for score, text in members if carries(text, line.removeprefix("- "))]
+            if scores:
+                kept.append((max(scores), line))
+        if kept:
+            kept.sort(key=lambda pair: -pair[0])
+            content = "\n".join([heading, *(line for _, line in kept)])
+            focused.append(replace(hydrated, memory=replace(memory, content=content)))
+    return focused
 
 
 def _above_floor(ranked: list[Hydrated], floor: float) -> list[Hydrated]:
@@ -138,17 +193,13 @@ def recall_context(
         query_vector=query_vector,
         as_of=parse_time(asked, field_name="as_of") if asked else None,
     )
-    window, collapsed = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * max_items))
+    read = hydrate(engine, retrieval, PACK_WINDOW * max_items)
     floor = engine.settings.pack_relevance_floor if relevance_floor is None else relevance_floor
+    if any(_is_summary(h.memory) for h in read):
+        read = _focused(read, _reach(_above_floor(read, floor), max_items, max_tokens, engine))
+    window, collapsed = _without_restatements(engine, read)
     ranked = _above_floor(window, floor)
-    candidates = [
-        PackCandidate(
-            h.memory.id,
-            f"{_date(h.memory)} · {h.memory.type.value} · {h.memory.path}",
-            spoken(h.memory.content, h.memory.speaker),
-        )
-        for h in ranked
-    ]
+    candidates = [_candidate(h.memory) for h in ranked]
     pack = pack_context(candidates, max_items, max_tokens, engine.tokens)
     engine.read_tracker.record([item.id for item in pack.items], question=query)
     items = tuple(
@@ -173,7 +224,14 @@ def recall_context(
         dropped=tuple(_left_out(window, ranked, packed, max_items)),
     )
     return ContextPack(
-        PACK_VERSION, query, plan, Budget.of(pack, max_items, max_tokens), items, pack.context_text, scope or ""
+        PACK_VERSION,
+        query,
+        plan,
+        Budget.of(pack, max_items, max_tokens),
+        items,
+        pack.context_text,
+        scope or "",
+        tuple(item.text for item in pack.items),
     )
 
 

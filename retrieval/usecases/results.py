@@ -150,6 +150,7 @@ class ContextPack:
     items: tuple[PackItem, ...]
     context_text: str
     scope: str
+    blocks: tuple[str, ...] = ()  # context_text item by item, for the MCP text's cut (mcp_text.py)
 
     def to_dict(self) -> dict[str, Any]:
         return {

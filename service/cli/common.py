@@ -35,12 +35,29 @@ def fail(message: str, code: int) -> NoReturn:
     sys.exit(code)
 
 
+class _UsageError(click.UsageError):
+    exit_code = EXIT_USER  # a misspelled option is a user error (1); 2 is an auth error's code
+
+
+def _user_error(error: click.UsageError) -> click.UsageError:
+    """The same usage error (its message, and the context that prints the usage line), exiting 1."""
+    return _UsageError(error.message, error.ctx)
+
+
 class XmemoGroup(click.Group):
     """Turns domain errors into clean messages and the contract's exit codes."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> click.Context:
+        try:
+            return super().make_context(*args, **kwargs)
+        except click.UsageError as error:
+            raise _user_error(error) from None
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except click.UsageError as error:  # raised while a subcommand parses its arguments
+            raise _user_error(error) from None
         except XMemoError as error:
             fail(error.message, error.exit_code)
 

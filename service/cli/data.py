@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -22,9 +23,17 @@ from retrieval import (
     render_context_text,
     search_memory,
 )
-from retrieval.domain import format_time, utc_now
+from retrieval.domain import (
+    MAX_PACK_ITEMS,
+    MAX_PACK_TOKENS,
+    check_query,
+    check_range,
+    format_time,
+    optional_time,
+    utc_now,
+)
 from retrieval.storage import PRIVATE_FILE, MemoryStore, secure_data_dir
-from retrieval.usecases import NO_MATCH, record_from_line
+from retrieval.usecases import NO_MATCH, auto_type, new_memory, record_from_line
 
 from .common import count_lines, emit, open_engine, read_jsonl, settings_of
 
@@ -85,6 +94,9 @@ def remember_command(
         scope=scope,
         source="cli",
     )
+    # The input is checked before the data dir is opened: a typo is told as such, even while a
+    # server holds the data dir.
+    new_memory(Principal.local(owner), request, format_time(utc_now()), auto_type(request))
     with open_engine(ctx) as engine:
         result = remember(engine, Principal.local(owner), request)
     if as_json:
@@ -141,14 +153,23 @@ def export_command(ctx: click.Context, owner: str | None, file: Path) -> None:
     secure_data_dir(settings.data_dir)
     store = MemoryStore.open(settings.database_url or settings.sql_path)
     count = 0
-    temporary = file.with_name(file.name + ".partial")
-    # The export holds every tenant's memories: readable by its maker only, like the data dir.
-    with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE), "w", encoding="utf-8") as handle:
-        for memory in store.iterate(owner):  # each line keeps its owner_id and team_id
-            handle.write(json.dumps(memory.to_dict(), ensure_ascii=False) + "\n")
-            count += 1
-    temporary.replace(file)
-    store.close()
+    # The export holds every tenant's memories: readable by its maker only, like the data dir. The temp
+    # file is a new one that mkstemp makes (O_EXCL, mode 0600) beside the target, so a file or symlink
+    # planted at a predictable name is never written through.
+    descriptor, name = tempfile.mkstemp(prefix=f".{file.name}.", suffix=".partial", dir=file.parent or Path("."))
+    temporary = Path(name)
+    try:
+        os.fchmod(descriptor, PRIVATE_FILE)
+        with open(descriptor, "w", encoding="utf-8") as handle:
+            for memory in store.iterate(owner):  # each line keeps its owner_id and team_id
+                handle.write(json.dumps(memory.to_dict(), ensure_ascii=False) + "\n")
+                count += 1
+        temporary.replace(file)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    finally:
+        store.close()
     click.echo(f"exported {count} memories to {file}", err=True)
 
 
@@ -168,14 +189,19 @@ def recall_context_command(
     ctx: click.Context, owner: str, max_items: int, max_tokens: int, as_of: str | None, as_json: bool, query: str
 ) -> None:
     """Print the context pack for QUERY (the MCP text; --json: the structured pack)."""
+    check_query(query)
+    check_range(max_items, "max_items", 1, MAX_PACK_ITEMS)
+    check_range(max_tokens, "max_tokens", 1, MAX_PACK_TOKENS)
+    optional_time(as_of, "as_of")
     with open_engine(ctx) as engine:
         pack = recall_context(
             engine, Principal.local(owner), query, max_items=max_items, max_tokens=max_tokens, as_of=as_of
         )
+        text = render_context_text(pack, engine.tokens)
     if as_json:
         emit(pack)
     else:
-        click.echo(render_context_text(pack))
+        click.echo(text)
 
 
 @click.command("search")

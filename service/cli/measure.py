@@ -295,8 +295,13 @@ def _eval_lifecycle(dataset: Any, as_json: bool) -> None:
     if as_json:
         emit(report)
     else:
+        found = report["lifecycle"]
         for arm in ("baseline", "reflected"):
-            click.echo(f"{arm:9s} " + "  ".join(f"{m} {v}" for m, v in report["lifecycle"][arm].items()))
+            click.echo(f"{arm:9s} " + "  ".join(f"{m} {v}" for m, v in found[arm].items()))
+        tight = found["tight"]
+        for arm in ("baseline", "reflected"):
+            scores = "  ".join(f"{m} {v}" for m, v in tight[arm].items())
+            click.echo(f"{arm:9s} at {tight['max_tokens']} tokens: {scores}")
         click.echo("reflect   " + "  ".join(f"{m} {v}" for m, v in report["lifecycle"]["reflect_totals"].items()))
         for check in checks:
             click.echo(f"{check['status']:4s} {check['check']}")

@@ -57,6 +57,8 @@ def read_report(name: str, directory: Path) -> EvalReport:
         dataset, queries = str(document["dataset"]), int(document["queries"])
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"{path} cannot be read: {error}") from error
+    except RecursionError as error:  # nested deeper than the JSON parser goes
+        raise ValueError(f"{path} cannot be read: it is nested too deeply to be a report") from error
     except (KeyError, TypeError, ValueError, StopIteration, AttributeError) as error:
         raise ValueError(f"{path} is not a report of `xmemo eval` (no strategies with their metrics)") from error
     written = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")

@@ -26,7 +26,8 @@ from retrieval import AuthenticationError, Principal, StoreError
 
 from ..docs_pages import VENDOR_DIR
 from ..keys import KeyStore
-from .rendering import STATIC_DIR, templates
+from ..middleware import bounded_body
+from .rendering import FORM_FIELDS, STATIC_DIR, templates
 from .sessions import COOKIE, Session, SessionStore
 
 __all__ = ["ConsoleGate"]
@@ -56,12 +57,22 @@ def _set_cookie(response: Response, request: Request, name: str, value: str, max
     )
 
 
+# Every console response: never framed by another site (clickjacking), never sniffed into another type.
+FRAMING_HEADERS = (
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"frame-ancestors 'none'; object-src 'none'; base-uri 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+)
+
+
 class ConsoleGate:
     """ASGI middleware for /ui: public pages to a small app of their own, signed-in ones down the stack."""
 
-    def __init__(self, app: ASGIApp, keys: KeyStore) -> None:
+    def __init__(self, app: ASGIApp, keys: KeyStore, max_body_bytes: int) -> None:
         self.app = app
         self.keys = keys
+        self.max_body_bytes = max_body_bytes
         self.sessions = SessionStore(keys.engine)
         self.public = self._public_app()
 
@@ -70,6 +81,12 @@ class ConsoleGate:
         if scope["type"] != "http" or not (path == "/ui" or path.startswith("/ui/")):
             await self.app(scope, receive, send)
             return
+        send = _with_headers(send, FRAMING_HEADERS)
+        # The body limit before any form is parsed, signed in or not: the login form is public.
+        bounded = await bounded_body(scope, receive, send, self.max_body_bytes)
+        if bounded is None:
+            return
+        receive = bounded
         if path.startswith(PUBLIC):
             await self.public(scope, receive, send)
             return
@@ -120,7 +137,7 @@ class ConsoleGate:
             return self._login_page(request)
 
         async def sign_in(request: Request) -> Response:
-            form = await request.form()
+            form = await request.form(max_files=0, max_fields=FORM_FIELDS)
             sent, expected = form.get("csrf"), request.cookies.get(LOGIN_COOKIE)
             if not isinstance(sent, str) or not expected or not hmac.compare_digest(sent, expected):
                 return self._login_page(request, "The sign-in form expired; please try again.", 403)
@@ -166,3 +183,12 @@ class ConsoleGate:
         )
         _set_cookie(response, request, LOGIN_COOKIE, token, max_age=3600)
         return response
+
+
+def _with_headers(send: Send, headers: tuple[tuple[bytes, bytes], ...]) -> Send:
+    async def sending(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *headers]}
+        await send(message)
+
+    return sending

@@ -10,6 +10,7 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from starlette.datastructures import FormData
 
 from compactor import ReflectRequest, reflect
+from compactor.audit import AUDIT_ACTIONS
 from retrieval import (
     MemoryEngine,
     MemoryStatus,
@@ -94,7 +95,7 @@ def memories_page(request: Request, engine: Engine, principal: Caller) -> Respon
         "statuses": [s.value for s in MemoryStatus],
         "modes": SEARCH_MODES,
         "page_size": MEANING_PAGE,
-        "notice": params.get("notice", ""),
+        "notice": _notice(params.get("notice")),
     }
     if mode == "meaning" and chosen["text"]:
         given.pop("text")
@@ -140,7 +141,7 @@ def memory_page(memory_id: str, request: Request, engine: Engine, principal: Cal
         history=history,
         memory=history.memory,
         metadata_text=json.dumps(history.memory.metadata, ensure_ascii=False, indent=2),
-        notice=request.query_params.get("notice", ""),
+        notice=_notice(request.query_params.get("notice")),
     )
 
 
@@ -219,7 +220,7 @@ def audit_page(request: Request, engine: Engine, principal: Caller) -> Response:
             "since": params.get("since", ""),
             "until": params.get("until", ""),
         },
-        actions=("create", "edit", "archive", "restore", "forget", *ACTIONS),
+        actions=AUDIT_ACTIONS,
     )
 
 
@@ -236,7 +237,7 @@ def recall_page(request: Request, engine: Engine, principal: Caller) -> Response
         except ValueError as error:
             raise ValidationError("the budgets must be whole numbers") from error
         found = recall_context(engine, principal, query, max_items=budgets[0], max_tokens=budgets[1])
-        text = render_context_text(found)
+        text = render_context_text(found, engine.tokens)
         pack = found.to_dict()  # the page shows the pack as the JSON an agent receives
     components = {c["id"]: c for c in pack["retrieval_plan"]["items"]} if pack else {}
     return render(
@@ -321,10 +322,26 @@ def reflect_apply(request: Request, form: Form, engine: Engine, principal: Calle
     return render(request, "reflect_done.html", title="Reflect applied", report=report)
 
 
+# What a redirect after a change may announce; any other `?notice=` text is never shown, so a link
+# cannot put words of its own in the console's banner.
+NOTICES = {
+    "saved": "Saved",
+    "unchanged": "Nothing changed",
+    "forgotten": "Forgotten",
+    "archived": "Archived",
+    "restored": "Restored",
+}
+
+
+def _notice(code: str | None) -> str:
+    return NOTICES.get(code or "", "")
+
+
 @router.get("/keys", response_class=HTMLResponse)
 def keys_page(request: Request, principal: Caller) -> Response:
     require(principal, ADMIN)
-    return render(request, "keys.html", title="Keys", keys=context_of(request).keys.list(), issued=None)
+    keys = context_of(request).keys.list(by=principal)
+    return render(request, "keys.html", title="Keys", keys=keys, issued=None)
 
 
 @router.post("/keys", response_class=HTMLResponse)
@@ -334,14 +351,17 @@ def create_key(request: Request, form: Form, principal: Caller) -> Response:
     keys = context_of(request).keys
     scopes = tuple(s for s in SCOPES if s in form.getlist("scopes"))
     teams = tuple(t.strip() for t in _text(form, "teams").split(",") if t.strip())
-    issued = keys.create(_text(form, "owner"), agent_id=_text(form, "agent"), team_ids=teams, scopes=scopes)
-    return render(request, "keys.html", title="Keys", keys=keys.list(), issued=issued)
+    issued = keys.create(
+        _text(form, "owner"), agent_id=_text(form, "agent"), team_ids=teams, scopes=scopes, by=principal
+    )
+    return render(request, "keys.html", title="Keys", keys=keys.list(by=principal), issued=issued)
 
 
 @router.post("/keys/{key_id}/revoke")
 def revoke_key(key_id: str, request: Request, form: Form, principal: Caller) -> Response:
     require(principal, ADMIN)
-    context_of(request).keys.revoke(key_id)
+    if not context_of(request).keys.revoke(key_id, by=principal):
+        raise NotFoundError(f"no key {key_id[:40]!r} among the keys this key manages")
     return RedirectResponse("/ui/keys", status_code=303)
 
 

@@ -16,9 +16,11 @@ from retrieval.domain import ADMIN, READ
 
 from .sessions import Session
 
-__all__ = ["STATIC_DIR", "checked_form", "render", "render_error_page", "session_of", "templates"]
+__all__ = ["FORM_FIELDS", "STATIC_DIR", "checked_form", "render", "render_error_page", "session_of", "templates"]
 
 HERE = Path(__file__).parent
+# A console form has a few fields, or two per proposal of a reflect plan (at most 5,000); no form takes a file.
+FORM_FIELDS = 12_000
 STATIC_DIR = HERE / "static"
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 
@@ -85,7 +87,7 @@ def render_error_page(request: Request, status: int, message: str) -> HTMLRespon
 
 async def checked_form(request: Request) -> FormData:
     """The posted form, if it carries this session's CSRF token (else 403: nothing changes)."""
-    form = await request.form()
+    form = await request.form(max_files=0, max_fields=FORM_FIELDS)
     session = session_of(request)
     sent = form.get("csrf")
     if session is None or not isinstance(sent, str) or not hmac.compare_digest(sent, session.csrf):

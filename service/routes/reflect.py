@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from compactor import ReflectRequest, list_audit, reflect
 from compactor.audit import MAX_AUDIT_LIMIT
 
-from ..schemas import ActionList, Timestamp, iso
+from ..schemas import AuditActionList, Timestamp, iso
 from .deps import Caller, Engine, SettingsOf
 from .models import ReflectPlanBody
 from .responses import AuditListOut, ReflectReportOut
@@ -35,7 +35,7 @@ def audit_route(
     principal: Caller,
     since: Timestamp | None = None,
     until: Timestamp | None = None,
-    action: ActionList | None = None,
+    action: AuditActionList | None = None,
     limit: int = Query(default=100, ge=1, le=MAX_AUDIT_LIMIT),
 ) -> dict[str, Any]:
     records = list_audit(engine, principal, since=iso(since), until=iso(until), action=action or None, limit=limit)

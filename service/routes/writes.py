@@ -33,10 +33,17 @@ def remember_route(body: RememberBody, engine: Engine, principal: Caller) -> JSO
     return JSONResponse(result.to_dict(), status_code=201 if result.created else 200)
 
 
-@router.post("/update_state", response_model=WriteOut)
-def update_state_route(body: StateBody, engine: Engine, principal: Caller) -> dict[str, Any]:
+@router.post(
+    "/update_state",
+    status_code=201,
+    response_model=WriteOut,
+    responses={200: {"description": "unchanged: the state already holds this content", "model": WriteOut}},
+)
+def update_state_route(body: StateBody, engine: Engine, principal: Caller) -> JSONResponse:
+    """As remember answers: 201 when a memory (or a new version of the state) was written, 200 when not."""
     require(principal, WRITE)
-    return update_state(engine, principal, **body.model_dump()).to_dict()
+    result = update_state(engine, principal, **body.model_dump())
+    return JSONResponse(result.to_dict(), status_code=201 if result.created else 200)
 
 
 @router.post("/timeline/events", status_code=201, response_model=WriteOut)

@@ -141,3 +141,14 @@ def test_an_exclusion_from_another_plan_writes_nothing(engine) -> None:  # type:
     with pytest.raises(ConflictError, match="no proposal summarize-000000000000"):
         reflect(engine, ALICE, WEEK, expected_plan=dry["plan_digest"], exclude=["summarize-000000000000"])
     assert reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True)) == dry
+
+
+def test_a_summary_in_a_tight_pack_shows_the_lines_the_question_reaches(engine) -> None:  # type: ignore[no-untyped-def]
+    """Under a budget that holds two notes, the bug's summary brings the fix and not the rerun: a line
+    of a member the question does not reach would spend the budget on what the pack leaves out."""
+    reflect(engine, ALICE, WEEK)
+    whole = recall_context(engine, ALICE, "How did we fix PAY-2291?", max_tokens=1500)
+    tight = recall_context(engine, ALICE, "How did we fix PAY-2291?", max_tokens=90)
+    assert FIX_SENTENCE in whole.context_text and FIX_SENTENCE in tight.context_text
+    assert "Reran the refund job" in whole.context_text and "Reran the refund job" not in tight.context_text
+    assert tight.budget.used_tokens <= 90

@@ -121,18 +121,20 @@ def test_lifecycle_reflect_makes_recall_better_on_locomo_dev(lifecycle):
     assert base["duplicate_rate"] == reflected["duplicate_rate"] == 0.0
     assert lifecycle["reflect_totals"]["summarized"] > 0 and lifecycle["reflect_totals"]["promoted"] > 0
     assert lifecycle["reflect_quality"]["archived_evidence_not_carried"] == 0
-    others = [c for c in lifecycle["checks"] if c["check"] != "reflected pack_coverage >= baseline"]
+    others = [c for c in lifecycle["checks"] if not c["check"].startswith("reflected pack_coverage")]
     assert all(c["status"] == "OK" for c in others) and len(others) > 4
 
 
 @pytest.mark.xfail(
     strict=True,
-    reason="issue 21: since summaries hide no member's words and sentence units made recall sharper, the "
-    "reflected pack holds all evidence less often than the baseline's (0.8145 against 0.8263 at 1,500 tokens)",
+    reason="issue 21: with summaries shown as the lines a question reaches, the reflected pack holds all "
+    "evidence more often than the baseline's, but by less than 0.02: 0.8355 against 0.8263 at 1,500 tokens, "
+    "0.7618 against 0.7605 at 600 (docs/evaluation.md, the budget sweep)",
 )
 def test_lifecycle_reflect_makes_the_pack_better_on_locomo_dev(lifecycle):
-    base, reflected = lifecycle["baseline"], lifecycle["reflected"]
-    assert reflected["pack_coverage"] >= base["pack_coverage"]
+    base, reflected, tight = lifecycle["baseline"], lifecycle["reflected"], lifecycle["tight"]
+    assert reflected["pack_coverage"] >= base["pack_coverage"] + 0.02
+    assert tight["reflected"]["pack_coverage"] >= tight["baseline"]["pack_coverage"] + 0.02
 
 
 def test_lifecycle_needs_a_locomo_file():

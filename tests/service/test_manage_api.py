@@ -162,6 +162,9 @@ def test_forget_removes_the_content_from_every_store_and_leaves_a_tombstone(app)
     with sqlite3.connect(engine.settings.sql_path) as sql:
         audit_text = " ".join(json.dumps(row) for row in sql.execute("SELECT * FROM audit_log"))
     assert "4711" not in audit_text
+    # Nor in the database's bytes: not in free pages (secure_delete), nor in the write-ahead log (checkpointed).
+    for file in engine.settings.sql_path.parent.glob(engine.settings.sql_path.name + "*"):
+        assert b"4711 zebra" not in file.read_bytes(), file.name
     records = app.client.get("/api/v1/audit", headers=alice).json()["records"]
     assert [r["action"] for r in records] == ["forget", "edit"]
     assert records[0]["memory_ids"] == [memory_id] and records[0]["after"] == {memory_id: None}

@@ -99,3 +99,17 @@ def test_top_item_alone_over_budget_is_shortened_not_dropped():
     pack = pack_context(ranked, 8, 5, counter)
     assert len(pack.items) == 1 and pack.items[0].shortened
     assert 0 < pack.used_tokens <= 5
+
+
+def test_a_shortened_chinese_item_keeps_its_header():
+    """Before: a Chinese text has no space to cut at, so a shortened item fell to the last resort, which
+    dropped its `[n] date · type · path` line; an English one kept it."""
+    chinese = "支付宝回调重复通知会导致订单状态被覆盖，现在用订单号去重并记录每一次回调的时间和结果" * 3
+    english = "The Alipay callback notified twice and overwrote the order state " * 3
+    for body in (chinese, english):
+        pack = pack_context([PackCandidate("a", "2026-11-29 · episodic · payments/bugs", body)], 8, 40, counter)
+        (item,) = pack.items
+        assert item.text.startswith("[1] 2026-11-29 · episodic · payments/bugs\n") and item.shortened
+        assert pack.used_tokens <= 40 and "\ufffd" not in item.text
+    tiny = pack_context([PackCandidate("a", "2026-11-29 · episodic · payments/bugs", chinese)], 8, 22, counter)
+    assert tiny.items[0].text.startswith("[1] 2026-11-29") and tiny.used_tokens <= 22

@@ -136,8 +136,11 @@ def test_recall_context_packs_a_promotion_or_its_evidence_not_both(make_engine, 
         ALICE,
         [{"content": f"Unrelated note {i} about lunch and the weather.", "path": "misc"} for i in range(5)],
     )
+    (noted,) = [m.id for m in engine.store.iterate("alice") if m.content == note]
+    for question in ("pool size?", "payments database connections", "what did the incident review change?"):
+        recall_context(engine, ALICE, question)  # read for three questions (and fetched 9 times, imported)
     report = reflect(engine, ALICE, ReflectRequest(actions_csv="promote", since="2000-01-01T00:00:00Z"))
-    assert report["counts"]["promoted"] == 1
+    assert report["counts"]["promoted"] == 1 and report["promotions"][0]["derived_from"] == [noted]
     pack = recall_context(engine, ALICE, "connection pool size", max_items=8)
     contents = [engine.store.get(item.id).content for item in pack.items]  # type: ignore[union-attr]
     assert contents.count(note) == 1

@@ -85,6 +85,18 @@ def test_an_export_is_readable_by_its_maker_only(tmp_path, real_embedder):
     assert stat.S_IMODE((tmp_path / "backup.jsonl").stat().st_mode) == 0o600
 
 
+def test_an_export_never_writes_through_a_planted_symlink(tmp_path, real_embedder):
+    """Before: `xmemo export FILE` opened FILE.partial with O_CREAT|O_TRUNC, following a symlink planted there."""
+    data = tmp_path / "data"
+    run(data, "remember", "--owner", "alice", "--path", "p", "a private note")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me\n")
+    (tmp_path / "backup.jsonl.partial").symlink_to(victim)
+    assert run(data, "export", str(tmp_path / "backup.jsonl")).exit_code == 0
+    assert victim.read_text() == "keep me\n" and "a private note" in (tmp_path / "backup.jsonl").read_text()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".backup.jsonl.")]  # no temp file left
+
+
 def test_serve_tightens_the_data_dir_and_an_existing_admin_key(tmp_path, real_embedder):
     data = tmp_path / "data"
     run(data, "remember", "--owner", "alice", "--path", "p", "a private note")

@@ -74,3 +74,17 @@ def test_a_sqlite_store_moves_into_postgresql_and_a_second_run_adds_nothing(make
 def test_migrate_store_refuses_a_target_that_is_not_postgresql(tmp_path):
     result = CliRunner().invoke(cli, ["--data-dir", str(tmp_path), "migrate-store", "--to", "mysql://x/y"])
     assert result.exit_code == 1 and "--to must start with" in result.output
+
+
+def test_a_record_postgresql_cannot_hold_is_named_by_id_and_its_content_never_printed(make_engine, tmp_path, target):
+    """Before: a NUL written through SQLite stopped migrate-store at its batch and printed the raw rows,
+    other tenants' content included, to stderr."""
+    source = make_engine(name="source")
+    remember(source, ALICE, RememberRequest(content="the staging cluster runs kafka", path="ops"))
+    bad = remember(source, ALICE, RememberRequest(content="secret-of-bob rotates weekly", path="ops")).memory.id
+    with source.store.sql_engine.begin() as connection:  # written before writes refused the character
+        connection.exec_driver_sql("UPDATE memories SET content = 'secret-of-bob' || char(0) WHERE id = ?", (bad,))
+    source.close()
+    result = CliRunner().invoke(cli, ["--data-dir", str(tmp_path / "source"), "migrate-store", "--to", target])
+    assert result.exit_code != 0 and bad in result.output and "NUL" in result.output
+    assert "secret-of-bob" not in result.output

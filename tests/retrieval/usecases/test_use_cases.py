@@ -66,30 +66,44 @@ def test_pack_shape_and_mcp_text(engine):
     plan = pack.retrieval_plan
     assert plan.channels == ("dense", "bm25") and plan.candidates.union >= 3
     assert set(pack.to_dict()["items"][0]) >= {"id", "type", "path", "score", "tokens", "shortened", "created_at"}
-    text = render_context_text(pack)
+    text = render_context_text(pack, engine.tokens)
     lines = text.split("\n")
     assert lines[0] == "### XMemo Context"
     assert lines[1] == f"Items: {len(pack.items)}"
-    assert not any(line.startswith("Budget:") for line in lines), "nothing dropped or shortened"
-    for line, item in zip(lines[2 : 2 + len(pack.items)], pack.items, strict=True):
+    assert lines[2] == (
+        f"Budget: used {engine.tokens.count(text)}/1200 tokens, {len(pack.items)}/3 items; dropped 0, shortened 0"
+    )
+    for line, item in zip(lines[3 : 3 + len(pack.items)], pack.items, strict=True):
         assert line == f"Reference: {item.id} | Type: {item.type} | Location: {item.path}"
     assert text.endswith("Context:\n" + pack.context_text)
 
 
-def test_budget_line_appears_when_shortened(engine):
-    pack = recall_context(engine, ALICE, "login failures ticket", max_items=6, max_tokens=40)
-    assert pack.budget.used_tokens <= 40
-    text = render_context_text(pack)
-    budget = pack.budget
-    assert (budget.dropped_items or budget.shortened_items) and text.split("\n")[2] == (
-        f"Budget: used {budget.used_tokens}/40 tokens, {budget.used_items}/6 items; "
-        f"dropped {budget.dropped_items}, shortened {budget.shortened_items}"
-    )
+@pytest.mark.parametrize("max_tokens", [30, 60, 120, 400])
+def test_the_mcp_text_is_counted_whole_and_fits_the_budget(engine, max_tokens):
+    """Before: with max_tokens 30 the MCP text was 107 tokens while its Budget line said "used 30/30"."""
+    pack = recall_context(engine, ALICE, "login failures ticket", max_items=8, max_tokens=max_tokens)
+    text = render_context_text(pack, engine.tokens)
+    lines = text.split("\n")
+    budget_line = next(line for line in lines if line.startswith("Budget:"))
+    if "too small" in budget_line:
+        assert lines[0] == "### XMemo Context" and lines[2].startswith("Reference: ") and len(lines) == 3
+        return
+    used = int(budget_line.split("used ")[1].split("/")[0])
+    assert used == engine.tokens.count(text) <= max_tokens
+    shown = int(lines[1].removeprefix("Items: "))
+    assert sum(1 for line in lines if line.startswith("Reference: ")) == shown >= 1
+    assert text.split("Context:\n", 1)[1].startswith("[1] ")
+
+
+def test_a_budget_too_small_for_one_reference_says_so(engine):
+    pack = recall_context(engine, ALICE, "login failures ticket", max_items=8, max_tokens=12)
+    text = render_context_text(pack, engine.tokens)
+    assert text.split("\n")[1].startswith("Budget: too small: max_tokens 12")
 
 
 def test_no_match_text(engine):
     pack = recall_context(engine, BOB, "anything at all")
-    assert pack.items == () and render_context_text(pack) == "No matching XMemo memory was found."
+    assert pack.items == () and render_context_text(pack, engine.tokens) == "No matching XMemo memory was found."
 
 
 def test_semantic_key_noop_then_supersede(engine):
@@ -231,10 +245,16 @@ def test_remember_validation(engine, request_kwargs):
 
 
 def test_reads_are_counted_in_batches(engine):
+    """A pack moves last_accessed_at and notes its question; only a fetch by id counts as a use."""
     pack = recall_context(engine, ALICE, "XJ-4471-QZ")
+    recall_context(engine, ALICE, "  xj-4471-qz ")  # the same question, case and spacing aside
     engine.read_tracker.flush()
-    memory = get_memory(engine, ALICE, pack.items[0].id)
-    assert memory.access_count >= 1 and memory.last_accessed_at is not None
+    shown = engine.store.get(pack.items[0].id)
+    assert shown.access_count == 0 and shown.last_accessed_at is not None
+    assert engine.store.questions_read([shown.id]) == {shown.id: 1}
+    get_memory(engine, ALICE, shown.id)
+    engine.read_tracker.flush()
+    assert engine.store.get(shown.id).access_count == 1
 
 
 def test_store_refuses_another_model_until_reindex(make_engine, tmp_path):
