@@ -14,7 +14,7 @@ import uuid
 import pytest
 
 from eval.bench import synthetic_memories
-from retrieval import MemoryEngine, Principal, RetrievalSettings, import_records, recall_context
+from retrieval import MemoryEngine, Principal, RetrievalSettings, import_records, recall_context, search_memory
 
 TOTAL = 5000
 KILL_AFTER = 1200
@@ -187,8 +187,8 @@ def test_sigkill_during_reflect_applies_all_or_nothing(tmp_path, real_embedder):
     try:
         assert engine.index.count() == engine.store.count() == len(after)
         assert engine.store.count_indexed() == len(after)
-        summary = planned["summaries"][0]
-        pack = recall_context(engine, Principal.local("talker"), summary["content"].split("\n", 1)[1], max_items=3)
-        assert summary["id"] in [item.id for item in pack.items]
+        summary = planned["summaries"][0]  # indexed after the repair: found by its own words
+        found = search_memory(engine, Principal.local("talker"), summary["content"], limit=3)
+        assert summary["id"] in [result.id for result in found.results]
     finally:
         engine.close()

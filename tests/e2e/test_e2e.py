@@ -116,7 +116,7 @@ def test_write_read_cycle(server, alice):
         found = http.get("/v1/memories/search", params={"query": "XJ-4471-QZ", "limit": 5}).json()
         assert found["results"][0]["id"] == body["id"]
         state = http.post("/api/v1/update_state", json={"state_key": "task.current", "content": "testing e2e"})
-        assert state.status_code == 200 and state.json()["version"] == 1
+        assert state.status_code == 201 and state.json()["version"] == 1  # a new memory, as remember answers
         event = http.post(
             "/api/v1/timeline/events",
             json={
