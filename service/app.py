@@ -60,7 +60,7 @@ def create_app(
         rate_limit=settings.rate_limit_per_minute,
     )
     app.add_middleware(
-        ConsoleGate, keys=keys, max_body_bytes=settings.max_body_bytes
+        ConsoleGate, keys=keys, max_body_bytes=settings.max_body_bytes, metrics=metrics
     )  # outermost: the console's session cookie to a bearer key
     install_error_handlers(app)
     return app

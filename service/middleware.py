@@ -59,6 +59,11 @@ class Metrics:
         )
         self.index_size = Gauge("xmemo_index_points", "points in the vector index", registry=self.registry)
         self.memories = Gauge("xmemo_memories", "memory records in the system of record", registry=self.registry)
+        self.failed_signins = Counter(
+            "xmemo_console_failed_signins",
+            "console sign-ins refused (a wrong key, or throttled)",
+            registry=self.registry,
+        )
 
 
 class _RateLimiter:

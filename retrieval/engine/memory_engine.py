@@ -274,7 +274,13 @@ class MemoryEngine:
             with self.store.unit_of_work() as work:
                 yield work
             if work.deleted:
-                self.index.delete(work.deleted)
+                try:
+                    self.index.delete(work.deleted)
+                except IndexUnavailableError as error:
+                    # The record no longer holds them, and reads take only what it holds: the change
+                    # happened, so say so; the index drops the points when it is repaired (at the next
+                    # start, or `xmemo reindex`).
+                    log.warning("removed from the record, not yet from the index (%s): repaired later", error.message)
                 self.held.forget(work.deleted)
             changed = list(work.changed.values())
             if work.recontext:

@@ -25,7 +25,7 @@ from ..engine import MemoryEngine
 from ..storage import content_id, line_owner
 from .writes import RememberRequest, auto_type, new_memory, remember
 
-__all__ = ["IMPORT_FIELDS", "OPTIMIZE_AFTER_IMPORTED", "import_records", "record_from_line"]
+__all__ = ["IMPORT_FIELDS", "OPTIMIZE_AFTER_IMPORTED", "check_import", "import_records", "record_from_line"]
 
 
 # What an import line may carry: the record's own fields as export writes them (Memory.to_dict), and
@@ -49,7 +49,7 @@ def record_from_line(principal: Principal | None, line: dict[str, Any], now: str
         bucket=line.get("bucket") or "personal",
         scope=line.get("scope") or "",
         team_id=line.get("team_id"),
-        source=line.get("source") or "import",
+        source=line["source"] if isinstance(line.get("source"), str) else "import",  # "" stays "" (a round trip)
         importance=line.get("importance", 0.5),
         confidence=line.get("confidence", 0.5),
         expires_at=line.get("expires_at"),
@@ -84,7 +84,10 @@ def record_from_line(principal: Principal | None, line: dict[str, Any], now: str
     if line.get("event_type"):
         restored["event_type"] = check_key(line["event_type"], "event_type")
     if line.get("derived_from"):
-        restored["derived_from"] = tuple(str(i) for i in line["derived_from"])
+        sources = line["derived_from"]
+        if not isinstance(sources, list) or not all(isinstance(i, str) and i for i in sources):
+            raise ValidationError("derived_from must be a list of memory ids")
+        restored["derived_from"] = tuple(sources)
     if line.get("context"):
         if not isinstance(line["context"], str):
             raise ValidationError("context must be a string")
@@ -116,6 +119,9 @@ def import_records(
     """
     if principal is not None:
         require(principal, WRITE)
+    now = format_time(engine.clock())
+    parsed = _parsed(principal, lines, now)
+    check_import(engine, parsed)
     counts = {"imported": 0, "skipped": 0, "keyed": 0}
     batch: list[Memory] = []
     tails: dict[tuple[str, str], list[str]] = {}  # (owner, session) -> context lines written so far
@@ -152,9 +158,7 @@ def import_records(
         if progress:
             progress(len(pending))
 
-    now = format_time(engine.clock())
-    for line in lines:
-        memory = record_from_line(principal, line, now)
+    for line, memory in parsed:
         if memory.semantic_key is not None and memory.status == MemoryStatus.ACTIVE and not line.get("id"):
             remember(engine, principal or Principal.local(memory.owner_id), _request_of(memory))
             counts["keyed"] += 1
@@ -170,6 +174,53 @@ def import_records(
     if counts["imported"] >= OPTIMIZE_AFTER_IMPORTED:
         engine.index.optimize()
     return counts
+
+
+def _parsed(
+    principal: Principal | None, lines: Iterable[dict[str, Any]], now: str
+) -> list[tuple[dict[str, Any], Memory]]:
+    """Every line with its record, or a ValidationError naming the first bad line: nothing is written yet."""
+    parsed = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            parsed.append((line, record_from_line(principal, line, now)))
+        except ValidationError as error:
+            raise ValidationError(f"line {number}: {error.message}") from error
+    return parsed
+
+
+def check_import(engine: MemoryEngine, parsed: Sequence[tuple[dict[str, Any], Memory]]) -> None:
+    """What a file's lines cannot do together, checked before anything is written, so that a bad file
+    changes nothing and a retry meets the same answer: two active records of one key in one space, an
+    id that is another owner's, an active record taking a key another active memory holds."""
+    held: dict[tuple[str, str, str, str, str, str], tuple[int, str]] = {}
+    carried = [(n, m) for n, (line, m) in enumerate(parsed, start=1) if line.get("id")]
+    for number, memory in carried:
+        for column in ("semantic_key", "state_key"):
+            key = getattr(memory, column)
+            if key is None or memory.status != MemoryStatus.ACTIVE:
+                continue
+            space = (column, key, memory.owner_id, memory.team_id or "", memory.bucket, memory.scope)
+            first = held.setdefault(space, (number, memory.id))
+            if first[1] != memory.id:
+                raise ValidationError(
+                    f"line {number}: {column} {key!r} is also the active record of line {first[0]}; "
+                    "one key has one active memory in a space"
+                )
+            with engine.store.reading() as connection:
+                holder = engine.store.find_active_by_key(
+                    column, key, memory.owner_id, memory.bucket, memory.scope, memory.team_id, connection
+                )
+            if holder is not None and holder.id != memory.id:
+                raise ValidationError(
+                    f"line {number}: {column} {key!r} is held by active memory {holder.id} already; "
+                    "archive it, or import this record without its id to supersede it"
+                )
+    stored = engine.store.get_many([m.id for _, m in carried])
+    for number, memory in carried:
+        found = stored.get(memory.id)
+        if found is not None and found.owner_id != memory.owner_id:
+            raise ValidationError(f"line {number}: id {memory.id} is another owner's memory")
 
 
 def _request_of(memory: Memory) -> RememberRequest:

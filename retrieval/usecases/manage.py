@@ -8,6 +8,7 @@ whether it exists.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -21,6 +22,7 @@ from ..domain import (
     SESSION_CONTEXT_CHARS,
     WRITE,
     ConflictError,
+    IndexUnavailableError,
     Memory,
     MemoryStatus,
     MemoryType,
@@ -48,6 +50,8 @@ from ..engine import MemoryEngine
 from ..storage import AuditRecord, Listing, UnitOfWork, actor_of, audit_change, audit_records, scrub_audit, tombstone
 from .imports import record_from_line
 from .writes import WriteResult, visible_memory
+
+log = logging.getLogger("xmemo.manage")
 
 __all__ = [
     "CURSOR_PATTERN",
@@ -378,8 +382,11 @@ def _forget(
     engine.embedder.cache.delete_many(unused)
     _clear_query_cache(engine)
     engine.store.checkpoint()  # the forgotten rows' old pages leave the SQLite write-ahead log too
-    engine.index.flush()
-    engine.index.optimize()  # merge segments, so that deleted vectors do not linger on disk
+    try:
+        engine.index.flush()
+        engine.index.optimize()  # merge segments, so that deleted vectors do not linger on disk
+    except IndexUnavailableError as error:  # committed: answer what happened (engine.writing says more)
+        log.warning("forgotten in the record; the index catches up when repaired (%s)", error.message)
     return Forgotten(ids, audit_ids)
 
 

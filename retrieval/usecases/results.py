@@ -164,6 +164,20 @@ class ContextPack:
         }
 
 
+# A result list shows at most this much of each memory: a search of 100 results over 64 KiB memories
+# answered 6.4 MB and took the CPU from other tenants' reads. The whole text is one fetch by id away.
+RESULT_CONTENT_CHARS = 8192
+
+
+def _bounded(content: str) -> tuple[str, bool]:
+    """The content, or its first RESULT_CONTENT_CHARS cut at a word gap and marked with an ellipsis."""
+    if len(content) <= RESULT_CONTENT_CHARS:
+        return content, False
+    cut = content[:RESULT_CONTENT_CHARS]
+    gap = cut.rfind(" ")
+    return (cut[:gap] if gap > RESULT_CONTENT_CHARS // 2 else cut).rstrip() + " …", True
+
+
 @dataclass(frozen=True, slots=True)
 class SearchResult:
     """A memory found by search_memory (`score` its strict score, `rank_score` its place in the
@@ -181,12 +195,14 @@ class SearchResult:
     importance: float
     score: float
     rank_score: float | None = None
+    content_truncated: bool = False
 
     @classmethod
     def of(cls, memory: Memory, score: float, rank_score: float | None = None) -> SearchResult:
+        content, truncated = _bounded(memory.content)
         return cls(
             memory.id,
-            memory.content,
+            content,
             memory.type.value,
             memory.path,
             memory.bucket,
@@ -197,12 +213,14 @@ class SearchResult:
             memory.importance,
             score,
             rank_score,
+            truncated,
         )
 
     def to_dict(self) -> dict[str, Any]:
         found = {
             "id": self.id,
             "content": self.content,
+            "content_truncated": self.content_truncated,
             "type": self.type,
             "path": self.path,
             "bucket": self.bucket,

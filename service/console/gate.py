@@ -9,6 +9,7 @@ this gate sets, since the session does not hold the key) and reaches the console
 from __future__ import annotations
 
 import hmac
+import logging
 import secrets
 from collections.abc import Awaitable, Callable, MutableMapping
 from http.cookies import SimpleCookie
@@ -26,12 +27,14 @@ from retrieval import AuthenticationError, Principal, StoreError
 
 from ..docs_pages import VENDOR_DIR
 from ..keys import KeyStore
-from ..middleware import bounded_body
+from ..middleware import Metrics, bounded_body
 from .rendering import FORM_FIELDS, STATIC_DIR, templates
 from .sessions import COOKIE, Session, SessionStore
+from .throttle import SignInThrottle
 
 __all__ = ["ConsoleGate"]
 
+log = logging.getLogger("xmemo.console")
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
@@ -69,10 +72,12 @@ FRAMING_HEADERS = (
 class ConsoleGate:
     """ASGI middleware for /ui: public pages to a small app of their own, signed-in ones down the stack."""
 
-    def __init__(self, app: ASGIApp, keys: KeyStore, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, keys: KeyStore, max_body_bytes: int, metrics: Metrics | None = None) -> None:
         self.app = app
         self.keys = keys
         self.max_body_bytes = max_body_bytes
+        self.metrics = metrics
+        self.throttle = SignInThrottle()
         self.sessions = SessionStore(keys.engine)
         self.public = self._public_app()
 
@@ -117,6 +122,12 @@ class ConsoleGate:
             self.sessions.close_key(session.key_id)
             return None
 
+    def _refused(self, address: str, why: str) -> None:
+        """Log and count a refused sign-in: the address and why, never the key that was tried."""
+        log.warning("console sign-in refused from %s: %s", address, why)
+        if self.metrics is not None:
+            self.metrics.failed_signins.inc()
+
     def _unavailable(self, request: Request, message: str) -> Response:
         return templates.TemplateResponse(
             request,
@@ -137,6 +148,13 @@ class ConsoleGate:
             return self._login_page(request)
 
         async def sign_in(request: Request) -> Response:
+            address = request.client.host if request.client else "unknown"
+            wait = self.throttle.wait(address)
+            if wait:
+                self._refused(address, "throttled")
+                page = self._login_page(request, f"Too many failed sign-ins; try again in {wait} s.", 429)
+                page.headers["Retry-After"] = str(wait)
+                return page
             form = await request.form(max_files=0, max_fields=FORM_FIELDS)
             sent, expected = form.get("csrf"), request.cookies.get(LOGIN_COOKIE)
             if not isinstance(sent, str) or not expected or not hmac.compare_digest(sent, expected):
@@ -146,9 +164,12 @@ class ConsoleGate:
                 key_id, _ = await to_thread.run_sync(self.keys.resolve, key)
                 session = await to_thread.run_sync(self._open, key_id)
             except AuthenticationError:
+                self.throttle.failed(address)
+                self._refused(address, "wrong or revoked key")
                 return self._login_page(request, "That API key is not valid or was revoked.", 401)
             except StoreError as error:
                 return self._login_page(request, f"Cannot sign in now: {error.message}.", 503)
+            self.throttle.succeeded(address)
             response = RedirectResponse("/ui/", status_code=303)
             _set_cookie(response, request, COOKIE, session.sid)
             response.delete_cookie(LOGIN_COOKIE, path="/ui")

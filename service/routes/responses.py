@@ -104,7 +104,8 @@ class ContextPackOut(BaseModel):
 
 class SearchResultOut(BaseModel):
     id: str
-    content: str
+    content: str = Field(description="the memory's text, its first 8,192 characters when it is longer")
+    content_truncated: bool = Field(description="true when content is cut: GET /api/v1/memories/{id} has it all")
     type: StoredType
     path: str
     bucket: str

@@ -236,3 +236,50 @@ def test_the_cli_reports_bad_input_before_the_data_dir_lock_and_a_usage_error_ex
     assert bad_budget.returncode == 1 and "max_tokens" in bad_budget.stderr
     misspelt = xmemo("remember", "--ownr", "hana", "a note")
     assert misspelt.returncode == 1 and "No such option" in misspelt.stderr
+
+
+def test_failed_sign_ins_are_throttled_per_address_logged_and_counted(tmp_path):
+    """Before: failed console sign-ins were not throttled, logged or counted."""
+    running = RunningServer(tmp_path / "data")
+    try:
+        client = running.client(None)
+        answers = []
+        for attempt in range(12):
+            form = client.get("/ui/login")
+            answers.append(client.post("/ui/login", data={"api_key": f"xmk_guess_{attempt}", "csrf": _csrf(form.text)}))
+        assert [a.status_code for a in answers[:10]] == [401] * 10
+        assert answers[10].status_code == 429 and int(answers[10].headers["retry-after"]) >= 1
+        form = client.get("/ui/login")
+        right = client.post(
+            "/ui/login", data={"api_key": running.admin_key, "csrf": _csrf(form.text)}, follow_redirects=False
+        )
+        assert right.status_code == 429  # the right key too waits out the minute from this address
+        metrics = client.get("/metrics").text
+        assert "xmemo_console_failed_signins_total 13.0" in metrics
+        log = running.log_path.read_text()
+        assert "console sign-in refused from 127.0.0.1" in log and "xmk_guess_" not in log
+    finally:
+        running.stop()
+
+
+def test_a_search_answer_is_bounded_and_says_what_it_cut(server):
+    """Before: search with limit=100 over 64 KiB memories answered 6.4 MB (and 2 s of CPU)."""
+    with server.client(server.key("ivan")) as http:
+        topics = [
+            "The staging cluster runs kafka on three brokers behind the east gateway.",
+            "Our refund policy covers thirty days from delivery for every customer.",
+            "The office plants need water every Tuesday morning before the standup.",
+        ]
+        made = [  # about 60 KiB each, each on its own topic, all holding the word zebra42
+            http.post(
+                "/api/v1/remember", json={"content": f"zebra42 {t} " * (60_000 // (len(t) + 9)), "path": "big"}
+            ).json()["id"]
+            for t in topics
+        ]
+        answer = http.get("/v1/memories/search", params={"query": "zebra42", "limit": 100})
+        assert answer.status_code == 200
+        results = answer.json()["results"]
+        assert {r["id"] for r in results} == set(made) and len(answer.content) < 3 * 8192 + 5_000
+        assert all(r["content_truncated"] and len(r["content"]) <= 8192 + 2 for r in results)
+        whole = http.get(f"/api/v1/memories/{made[0]}").json()
+        assert len(whole["content"]) > 50_000  # the whole text is a fetch by id away

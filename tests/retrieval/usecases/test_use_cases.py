@@ -22,6 +22,7 @@ from retrieval import (
     update_state,
 )
 from retrieval.domain import MemoryStatus
+from retrieval.usecases import forget_memory
 from tests.support import BACKENDS, FakeEmbedder
 
 ALICE = Principal(owner_id="alice", agent_id="a1", team_ids=("team-a",))
@@ -300,3 +301,15 @@ def test_query_vectors_are_never_shared_between_models(make_engine, real_embedde
         remember(engine, ALICE, RememberRequest(content="the same words in both stores", path="p"))
     for engine in (fake, real, fake):
         assert recall_context(engine, ALICE, "the same words in both stores").items
+
+
+def test_a_forget_the_record_took_is_answered_as_done_when_the_index_cannot_follow(make_engine, real_embedder):
+    """Before: a hard forget answered 503 after it committed, when the index refused the deletion."""
+    engine = make_engine(real_embedder, name="forget")
+    made = remember(engine, ALICE, RememberRequest(content="the vault code is 9931", path="secrets")).memory
+    engine.index.close()  # the embedded shard is gone from under the engine: every index call now fails
+    forgotten = forget_memory(engine, ALICE, made.id)
+    assert forgotten.memory_ids == [made.id] and engine.store.get(made.id) is None
+    engine.close()
+    reopened = make_engine(real_embedder, name="forget")  # the start repairs the index from the record
+    assert made.id not in set(reopened.index.iter_ids())
