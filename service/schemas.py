@@ -25,6 +25,8 @@ from retrieval.domain import (
 __all__ = [
     "ERROR_RESPONSES",
     "NON_BLANK_LABEL",
+    "NOT_BLANK_TEXT",
+    "NO_NUL",
     "ActionList",
     "AuditActionList",
     "ErrorBody",
@@ -48,13 +50,16 @@ __all__ = [
 # retrieval/domain/validation.py is_blank all read alike; their shorthand \s classes differ at the edges.
 _SPACE = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
 NOT_BLANK = f"[^{_SPACE}]"
+# Not blank, and no NUL anywhere (PostgreSQL cannot store one; both backends refuse it alike).
+NOT_BLANK_TEXT = f"^[^\\x00]*[^{_SPACE}\\x00][^\\x00]*$"
+NO_NUL = "^[^\\x00]*$"
 # Short labels (path, bucket, scope, team, source): printable, at most 512 characters.
 Label = Annotated[str, StringConstraints(max_length=MAX_LABEL_CHARS, pattern=r"^[^\x00-\x1f]*$")]
 NON_BLANK_LABEL = f"^[^\\x00-\\x1f]*[^{_SPACE}\\x00-\\x1f][^\\x00-\\x1f]*$"
 NonBlankLabel = Annotated[str, StringConstraints(min_length=1, max_length=MAX_LABEL_CHARS, pattern=NON_BLANK_LABEL)]
 # Characters, not bytes: the use case refuses content over MAX_CONTENT_BYTES of UTF-8 as well.
-Content = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONTENT_BYTES, pattern=NOT_BLANK)]
-QueryText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS, pattern=NOT_BLANK)]
+Content = Annotated[str, StringConstraints(min_length=1, max_length=MAX_CONTENT_BYTES, pattern=NOT_BLANK_TEXT)]
+QueryText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUERY_CHARS, pattern=NOT_BLANK_TEXT)]
 Key = Annotated[str, StringConstraints(pattern=f"^{KEY_REGEX}$")]
 MemoryTypeName = Literal["auto", "episodic", "semantic", "procedural", "identity", "working"]
 
@@ -219,12 +224,16 @@ class ReflectBody(_Strict):
 
 def pattern_words(pattern: str, value: object) -> str:
     """What a schema's pattern asks for, in words, for the 422 message (a person should not read a regex)."""
-    if pattern == NOT_BLANK:
-        return "must not be empty or blank"
+    if pattern in (NOT_BLANK, NOT_BLANK_TEXT):
+        return "must not be empty or blank" if "\x00" not in str(value) else "must not contain the NUL character"
+    if pattern == NO_NUL:
+        return "must not contain the NUL character (U+0000)"
     if pattern == NON_BLANK_LABEL:
         return "must not be blank, and may not hold control characters"
     if pattern == r"^[^\x00-\x1f]*$":
         return "may not hold control characters"
+    if pattern.startswith("^[A-Za-z0-9_.:-]{1,128}="):
+        return "must be key=value, a key of letters, digits and _ . : -, and no NUL character"
     if pattern == f"^{KEY_REGEX}$":
         return "must be a lower-case key: a letter or digit, then up to 127 of a-z 0-9 _ . : -"
     for names, allowed in ((_AUDIT_ACTION, AUDIT_ACTION_NAMES), (_ACTION, ACTION_NAMES)):

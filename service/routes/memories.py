@@ -20,7 +20,7 @@ from retrieval.usecases import (
     set_status,
 )
 
-from ..schemas import NON_BLANK_LABEL, Label, Timestamp, iso
+from ..schemas import NO_NUL, NON_BLANK_LABEL, Label, Timestamp, iso
 from .deps import Caller, Engine
 from .models import BatchBody, BatchOut, EditBody, ForgetOut, HistoryOut, MemoryOut, MemoryPageOut, StatusOut, WriteOut
 
@@ -46,11 +46,11 @@ def list_route(
         str | None,
         Query(
             max_length=512,
-            pattern=r"^[A-Za-z0-9_.:-]{1,128}=",
+            pattern=r"^[A-Za-z0-9_.:-]{1,128}=[^\x00]*$",
             description="key=value: the metadata field equals this text",
         ),
     ] = None,
-    text: Annotated[str | None, Query(max_length=512, description="content contains this")] = None,
+    text: Annotated[str | None, Query(max_length=512, pattern=NO_NUL, description="content contains this")] = None,
     time_field: Literal["created_at", "updated_at", "occurred_at"] = "created_at",
     since: Timestamp | None = None,
     until: Timestamp | None = None,

@@ -209,9 +209,10 @@ def test_reads_answer_while_a_writer_holds_the_database(tmp_path: Path):
             holding = threading.Thread(target=hold)
             holding.start()
             try:
-                for _ in range(reads):
+                for _ in range(reads):  # a pack notes its question; a fetch by id counts a use
                     pack = http.post("/v1/recall/context", json={"query": "where is the spare key"})
                     assert pack.status_code == 200 and pack.json()["items"][0]["id"] == memory_id
+                    assert http.get(f"/api/v1/memories/{memory_id}").status_code == 200
                 assert httpx.get(f"{server.url}/healthz", timeout=60).status_code == 200
             finally:
                 reads_done.set()
@@ -221,4 +222,5 @@ def test_reads_answer_while_a_writer_holds_the_database(tmp_path: Path):
         server.stop()  # a clean stop writes the counts still pending
     with sqlite3.connect(data_dir / "memories.sqlite") as connection:
         count = connection.execute("SELECT access_count FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
-    assert count == reads
+        noted = connection.execute("SELECT count(*) FROM read_questions WHERE memory_id = ?", (memory_id,)).fetchone()
+    assert count == reads and noted[0] == 1

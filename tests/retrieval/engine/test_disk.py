@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from retrieval import MemoryEngine, Principal, RememberRequest, RetrievalSettings, recall_context, remember
+from retrieval import (
+    MemoryEngine,
+    Principal,
+    RememberRequest,
+    RetrievalSettings,
+    get_memory,
+    recall_context,
+    remember,
+)
 from retrieval.domain import StorageFullError
 from tests.support import RunningServer
 
@@ -82,10 +90,12 @@ def test_bookkeeping_on_a_full_disk_does_not_fail_reads(small_fs, fake_embedder)
         try:
             with pytest.raises(StorageFullError):
                 remember(engine, ALICE, RememberRequest(content="another note", path="home"))
-            for _ in range(300):  # the tracker flushes every 256 reads, into a database that cannot grow
+            for _ in range(150):  # the tracker flushes every 256 reads, into a database that cannot grow
                 assert recall_context(engine, ALICE, "spare key").items[0].id == stored.memory.id
+                assert get_memory(engine, ALICE, stored.memory.id).id == stored.memory.id  # a use: counted
             assert engine.store.get(stored.memory.id).access_count == 0  # type: ignore[union-attr]
         finally:
             filler.unlink()
         engine.read_tracker.flush()
-        assert engine.store.get(stored.memory.id).access_count == 300  # type: ignore[union-attr]
+        assert engine.store.get(stored.memory.id).access_count == 150  # type: ignore[union-attr]
+        assert engine.store.questions_read([stored.memory.id]) == {stored.memory.id: 1}  # the question, once
