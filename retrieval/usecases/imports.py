@@ -195,6 +195,21 @@ def check_import(engine: MemoryEngine, parsed: Sequence[tuple[dict[str, Any], Me
     id that is another owner's, an active record taking a key another active memory holds."""
     held: dict[tuple[str, str, str, str, str, str], tuple[int, str]] = {}
     carried = [(n, m) for n, (line, m) in enumerate(parsed, start=1) if line.get("id")]
+    with engine.store.reading() as connection:  # one read of the store for every line's keys
+        _check_keys(engine, carried, held, connection)
+    stored = engine.store.get_many([m.id for _, m in carried])
+    for number, memory in carried:
+        found = stored.get(memory.id)
+        if found is not None and found.owner_id != memory.owner_id:
+            raise ValidationError(f"line {number}: id {memory.id} is another owner's memory")
+
+
+def _check_keys(
+    engine: MemoryEngine,
+    carried: Sequence[tuple[int, Memory]],
+    held: dict[tuple[str, str, str, str, str, str], tuple[int, str]],
+    connection: Any,
+) -> None:
     for number, memory in carried:
         for column in ("semantic_key", "state_key"):
             key = getattr(memory, column)
@@ -207,20 +222,14 @@ def check_import(engine: MemoryEngine, parsed: Sequence[tuple[dict[str, Any], Me
                     f"line {number}: {column} {key!r} is also the active record of line {first[0]}; "
                     "one key has one active memory in a space"
                 )
-            with engine.store.reading() as connection:
-                holder = engine.store.find_active_by_key(
-                    column, key, memory.owner_id, memory.bucket, memory.scope, memory.team_id, connection
-                )
+            holder = engine.store.find_active_by_key(
+                column, key, memory.owner_id, memory.bucket, memory.scope, memory.team_id, connection
+            )
             if holder is not None and holder.id != memory.id:
                 raise ValidationError(
                     f"line {number}: {column} {key!r} is held by active memory {holder.id} already; "
                     "archive it, or import this record without its id to supersede it"
                 )
-    stored = engine.store.get_many([m.id for _, m in carried])
-    for number, memory in carried:
-        found = stored.get(memory.id)
-        if found is not None and found.owner_id != memory.owner_id:
-            raise ValidationError(f"line {number}: id {memory.id} is another owner's memory")
 
 
 def _request_of(memory: Memory) -> RememberRequest:

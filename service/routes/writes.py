@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from retrieval import RememberRequest, add_event, remember, update_state
+from retrieval import RememberRequest, WriteResult, add_event, remember, update_state
 from retrieval.domain import WRITE, require
 
 from ..schemas import EventBody, RememberBody, StateBody, iso
@@ -29,8 +29,7 @@ def remember_route(body: RememberBody, engine: Engine, principal: Caller) -> JSO
     require(principal, WRITE)
     fields = body.model_dump()
     fields["expires_at"] = iso(body.expires_at)
-    result = remember(engine, principal, RememberRequest(**fields))
-    return JSONResponse(result.to_dict(), status_code=201 if result.created else 200)
+    return _answer(remember(engine, principal, RememberRequest(**fields)))
 
 
 @router.post(
@@ -42,8 +41,7 @@ def remember_route(body: RememberBody, engine: Engine, principal: Caller) -> JSO
 def update_state_route(body: StateBody, engine: Engine, principal: Caller) -> JSONResponse:
     """As remember answers: 201 when a memory (or a new version of the state) was written, 200 when not."""
     require(principal, WRITE)
-    result = update_state(engine, principal, **body.model_dump())
-    return JSONResponse(result.to_dict(), status_code=201 if result.created else 200)
+    return _answer(update_state(engine, principal, **body.model_dump()))
 
 
 @router.post("/timeline/events", status_code=201, response_model=WriteOut)
@@ -52,3 +50,8 @@ def event_route(body: EventBody, engine: Engine, principal: Caller) -> dict[str,
     fields = body.model_dump()
     fields["occurred_at"] = iso(body.occurred_at)
     return add_event(engine, principal, **fields).to_dict()
+
+
+def _answer(result: WriteResult) -> JSONResponse:
+    """201 when the write made a memory (or a new version of one), 200 when it changed nothing."""
+    return JSONResponse(result.to_dict(), status_code=201 if result.created else 200)
