@@ -1,9 +1,10 @@
-"""Pure ranking: fusing the two channels, the priors of a query's speaker and dates, blending recency
+"""Pure ranking: fusing the two channels, the priors of a query's speaker, dates and keys, blending recency
 and importance, collapsing restatements, and packing under an exact token budget."""
 
 from .blend import W_IMPORTANCE, W_RECENCY, Ranked, rank_candidates, recency
 from .dates import DATE_BOOST, TimeWindow, query_window
 from .fusion import RRF_K, FusedCandidate, fuse_convex, fuse_rrf
+from .keys import KEY_BOOST, may_name_keys, names_key, query_terms
 from .packing import ELLIPSIS, MIN_SHORTENED_TOKENS, Pack, PackCandidate, PackedItem, pack_context
 from .priors import with_priors
 from .restatements import NEAR_DUPLICATE_COSINE, Collapsed, collapse_restatements
@@ -14,6 +15,7 @@ __all__ = [
     "DATE_BOOST",
     "ELLIPSIS",
     "ENCODING_NAME",
+    "KEY_BOOST",
     "MIN_SHORTENED_TOKENS",
     "NEAR_DUPLICATE_COSINE",
     "RRF_K",
@@ -33,7 +35,10 @@ __all__ = [
     "collapse_restatements",
     "fuse_convex",
     "fuse_rrf",
+    "may_name_keys",
+    "names_key",
     "pack_context",
+    "query_terms",
     "query_window",
     "rank_candidates",
     "recency",

@@ -1,24 +1,30 @@
 """Priors on fused relevance from what a query says besides its words: the speaker it asks about
-(ranking/speakers.py) and the time it names (ranking/dates.py). Both scale relevance, neither filters."""
+(ranking/speakers.py), the time it names (ranking/dates.py) and a memory's key it names exactly
+(ranking/keys.py). Each scales relevance, none filters."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from .dates import DATE_BOOST, TimeWindow
 from .fusion import FusedCandidate
+from .keys import KEY_BOOST
 from .speakers import SPEAKER_PRIOR
 
 __all__ = ["with_priors"]
 
 
 def with_priors(
-    candidates: Sequence[FusedCandidate], speaker: str | None, window: TimeWindow | None
+    candidates: Sequence[FusedCandidate],
+    speaker: str | None,
+    window: TimeWindow | None,
+    keyed: Collection[str] = (),
 ) -> list[FusedCandidate]:
     """Another speaker's memory keeps SPEAKER_PRIOR of its relevance (a memory nobody is named for
-    keeps all of it); one that occurred in `window` gains DATE_BOOST. Best first, ties by id."""
-    if speaker is None and window is None:
+    keeps all of it); one that occurred in `window` gains DATE_BOOST; one whose key the query names
+    (its id in `keyed`) gains KEY_BOOST. Best first, ties by id."""
+    if speaker is None and window is None and not keyed:
         return list(candidates)
     addressed = speaker.casefold() if speaker is not None else None
     weighed = []
@@ -28,6 +34,8 @@ def with_priors(
             factor *= SPEAKER_PRIOR
         if window is not None and window.holds(candidate.occurred_ts):
             factor *= 1.0 + DATE_BOOST
+        if candidate.id in keyed:
+            factor *= 1.0 + KEY_BOOST
         weighed.append(replace(candidate, relevance=candidate.relevance * factor) if factor != 1.0 else candidate)
     weighed.sort(key=lambda c: (-c.relevance, c.id))
     return weighed

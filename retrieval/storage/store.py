@@ -278,6 +278,17 @@ class MemoryStore:
             )
             return {row[0]: row[1] for row in rows}
 
+    def semantic_keys(self, ids: Sequence[str]) -> dict[str, str]:
+        """The `semantic_key` of each of these ids that has one."""
+        c = memories.c
+        found: dict[str, str] = {}
+        with self.sql_engine.connect() as connection:
+            for chunk in chunks(ids):
+                keyed = select(c.id, c.semantic_key).where(c.id.in_(chunk), c.semantic_key.is_not(None))
+                rows = connection.execute(keyed)
+                found.update({row[0]: row[1] for row in rows})
+        return found
+
     def find_active_by_key(
         self,
         column: str,

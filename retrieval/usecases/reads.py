@@ -32,7 +32,7 @@ from ..domain import (
     spoken,
 )
 from ..engine import MemoryEngine
-from ..ranking import Collapsed, PackCandidate, collapse_restatements, pack_context
+from ..ranking import Collapsed, PackCandidate, collapse_restatements, names_key, pack_context, query_terms
 from .results import (
     Budget,
     ContextPack,
@@ -245,9 +245,9 @@ def search_memory(
     query_vector: np.ndarray | None = None,
     **filter_args: Any,
 ) -> SearchResults:
-    """Strict search: a result needs cosine >= min_score, or every query term present (score 1);
-    restatements collapse as in a pack, and results are listed by that score. `query_vector` as in
-    recall_context."""
+    """Strict search: a result needs cosine >= min_score, or every query term present, or its
+    `semantic_key` named by the query (ranking/keys.py; score 1 for either); restatements collapse as
+    in a pack, and results are listed by that score. `query_vector` as in recall_context."""
     query = check_query(query)
     check_range(limit, "limit", 1, MAX_SEARCH_LIMIT)
     threshold = engine.settings.search_min_score if min_score is None else min_score
@@ -258,11 +258,13 @@ def search_memory(
         engine, filters, query, depth=max(CANDIDATE_DEPTH, 2 * limit), query_vector=query_vector
     )
     ranked, _ = _without_restatements(engine, hydrate(engine, retrieval, len(retrieval.ranked)))
-    query_terms = set(engine.sparse.query(query).indices)
+    wanted = set(engine.sparse.query(query).indices)
+    named = query_terms(query)
     results: list[SearchResult] = []
     for h in ranked:
         terms = set(engine.sparse.document(h.memory.content).indices)
-        lexical = 1.0 if query_terms and query_terms <= terms else 0.0
+        keyed = h.memory.semantic_key is not None and names_key(named, h.memory.semantic_key)
+        lexical = 1.0 if (wanted and wanted <= terms) or keyed else 0.0
         cosine = h.ranked.candidate.dense_score  # exact for every hybrid candidate (see retrieve._dense_fill)
         strict = max(cosine if cosine is not None else -1.0, lexical)
         if strict >= threshold:

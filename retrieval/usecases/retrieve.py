@@ -29,6 +29,7 @@ from ..engine import MemoryEngine
 from ..index import IndexFilter, IndexHit
 from ..ranking import (
     DATE_BOOST,
+    KEY_BOOST,
     RRF_K,
     SPEAKER_PRIOR,
     W_IMPORTANCE,
@@ -38,6 +39,9 @@ from ..ranking import (
     addressed_speaker,
     fuse_convex,
     fuse_rrf,
+    may_name_keys,
+    names_key,
+    query_terms,
     query_window,
     rank_candidates,
     with_priors,
@@ -162,6 +166,16 @@ def _dense_fill(
     return engine.index.dense_scores(query, [hit.id for hit in bm25 if hit.id not in seen])
 
 
+def _keyed(engine: MemoryEngine, query: str, fused: list[FusedCandidate]) -> set[str]:
+    """The candidates whose `semantic_key` the query names (ranking/keys.py); the keys are read only
+    when the query holds an identifier."""
+    terms = query_terms(query)
+    if not fused or not may_name_keys(terms):
+        return set()
+    keys = engine.store.semantic_keys([c.id for c in fused])
+    return {memory_id for memory_id, key in keys.items() if names_key(terms, key)}
+
+
 def hybrid_retrieve(
     engine: MemoryEngine,
     filters: ReadFilters,
@@ -206,6 +220,7 @@ def hybrid_retrieve(
             "dense_units": engine.settings.dense_units,
             "speaker_prior": SPEAKER_PRIOR,
             "date_boost": DATE_BOOST,
+            "key_boost": KEY_BOOST,
         },
     )
     if ids is not None and not ids:
@@ -243,7 +258,8 @@ def hybrid_retrieve(
         for c in _fuse(dense_hits, bm25_hits, strategy, fill, alpha)
         if c.bm25_rank is not None or (c.dense_score is not None and c.dense_score >= MIN_DENSE_MATCH)
     ]
-    fused = with_priors(fused, addressed.speaker if addressed else None, window)
+    keyed = _keyed(engine, query, fused) if strategy == "hybrid" else set()
+    fused = with_priors(fused, addressed.speaker if addressed else None, window, keyed)
     ranked = rank_candidates(fused, moment, engine.settings.recency_half_life_days)  # recent as of the question
     candidates = Candidates(
         dense=len(dense_hits),

@@ -135,3 +135,30 @@ def test_a_long_run_of_letters_costs_linear_time() -> None:
     from tests.support import finishes
 
     assert finishes(lambda: identifier_terms("a" * 65536 + " PAY-2291"), 30.0) == ["xpayh2291", "n2291"]
+
+
+def test_the_memory_keyed_by_an_identifier_leads_the_notes_that_mention_it(make_engine, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    """Review finding: the ticket keyed `bug:PAY-2291` whose text does not repeat the id ranked behind a
+    release note and a standup that mention it in passing. A key's identifier is the writer's own name
+    for the fact; a word of a key (`ops` in `ops:pool`) is not one."""
+    engine = make_engine(real_embedder)
+    notes = {
+        "ticket": ("Refunds over 10,000 EUR time out in the payments gateway; the fix is in review.", "bug:PAY-2291"),
+        "release": ("Release 4.12.1 notes: fixed PAY-2288, upgraded the driver; PAY-2291 is still open.", None),
+        "standup": ("Standup: we talked about PAY-2291 again, Dana needs the gateway logs first.", None),
+        "pool": ("The payments database connection pool size is 20.", "ops:pool"),
+        "ops": ("Ops status: the payments gateway status page is green this week.", None),
+    }
+    ids = {
+        name: remember(engine, ALICE, RememberRequest(content=text, path="notes", semantic_key=key)).memory.id
+        for name, (text, key) in notes.items()
+    }
+    names = {v: k for k, v in ids.items()}
+    for query in ("What is the status of PAY-2291?", "pay-2291", "status of bug:PAY-2291"):
+        pack = recall_context(engine, ALICE, query, max_items=3)
+        assert names[pack.items[0].id] == "ticket", (query, [names[i.id] for i in pack.items])
+        assert search_memory(engine, ALICE, query).results[0].id == ids["ticket"], query
+    assert pack.retrieval_plan.ranking["key_boost"] > 0
+    # A plain word of a key names nothing: the ops note, not the pool's key, answers an ops question.
+    pack = recall_context(engine, ALICE, "ops status of the payments gateway", max_items=3)
+    assert names[pack.items[0].id] == "ops", [names[i.id] for i in pack.items]
