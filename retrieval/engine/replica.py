@@ -9,6 +9,11 @@ embedding cache, so nothing is encoded again) or deletes a forgotten one, flushe
 then saves how far it got in `<data dir>/follow.json` (at most every FLUSH_SECONDS: a flush is a
 sync to disk, and under load a poll finds changes every time). A crash anywhere leaves that mark at
 or behind what the index holds, so the next start replays from it; replaying is idempotent.
+
+Each replica also reports its saved mark to the database (`replica_marks`, under the id kept in
+`<data dir>/replica.id`) at start and every REPORT_SECONDS, and then prunes the changes every replica
+that reported within MARK_LIFETIME_SECONDS has passed. A replica stopped for longer than that finds its
+mark behind the oldest change kept and reindexes from the record, as a replica with no mark does.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import secrets
 import threading
 import time
 from collections import OrderedDict
@@ -29,7 +35,14 @@ from ..domain import Memory, XMemoError
 from ..index import VectorIndex
 from ..storage import MemoryStore
 
-__all__ = ["POLL_SECONDS", "ChangeFollower", "FollowedEngine", "HeldVersions"]
+__all__ = [
+    "MARK_LIFETIME_SECONDS",
+    "POLL_SECONDS",
+    "REPORT_SECONDS",
+    "ChangeFollower",
+    "FollowedEngine",
+    "HeldVersions",
+]
 
 log = logging.getLogger("xmemo.replica")
 
@@ -40,6 +53,11 @@ POLL_SECONDS = 0.1
 BATCH = 512
 STALE_AFTER_SECONDS = 5.0  # /readyz answers 503 when the last successful poll is older than this
 FLUSH_SECONDS = 1.0
+# A replica reports how far its index has followed, and prunes what all have passed, this often; one
+# that has not reported for MARK_LIFETIME_SECONDS is taken as gone (a restart within it replays, one
+# after it reindexes).
+REPORT_SECONDS = 30.0
+MARK_LIFETIME_SECONDS = 24 * 3600.0
 
 
 class HeldVersions:
@@ -81,6 +99,21 @@ class FollowedEngine(Protocol):
     def reconcile_all(self) -> int: ...
 
 
+def _replica_id(path: Path) -> str:
+    """This data dir's name among the replicas, made once and kept beside the mark."""
+    try:
+        kept = path.read_text().strip()
+    except OSError:
+        kept = ""
+    if len(kept) == 16 and all(ch in "0123456789abcdef" for ch in kept):
+        return kept
+    made = secrets.token_hex(8)
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(made)
+    os.replace(partial, path)
+    return made
+
+
 class ChangeFollower:
     """Catches a replica's index up with the change sequence, then tails it on a thread."""
 
@@ -95,7 +128,9 @@ class ChangeFollower:
         self.saved_seq = 0
         self.last_saved = clock()
         self.last_ok = clock()
+        self.last_report = clock()
         self.applied = 0
+        self.replica_id = _replica_id(mark_path.with_name("replica.id"))
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -129,8 +164,9 @@ class ChangeFollower:
     def catch_up(self) -> int:
         """Bring the index to the newest change; returns how many memories were synced or deleted."""
         saved = self._load_mark()
-        if saved is None or saved < self.engine.store.first_change() - 1:  # none, or older than what is kept
-            return self._resync()
+        # Take a place in the sequence first: no pruning passes it from here on.
+        if saved is None or saved < self.engine.store.hold_changes(self.replica_id, saved) - 1:
+            return self._resync()  # no mark, or one older than what is kept
         self.seq = saved
         done = 0
         self.saved_seq = saved
@@ -139,17 +175,20 @@ class ChangeFollower:
             done += step
             if step == 0 and self.seq >= self.engine.store.last_change():
                 self.checkpoint()
+                self.report()
                 return done
 
     def _resync(self) -> int:
         """No usable mark: index every record and drop strays, then follow from the sequence's end as it
         was before the scan (changes during the scan are replayed; replaying is idempotent)."""
         self.seq = self.engine.store.last_change()
+        self.engine.store.hold_changes(self.replica_id, self.seq)  # what is pruned from here on, the scan reads
         fixed = self.engine.reconcile_all()
         self.engine.index.flush()
         self.save_mark()
         self.saved_seq = self.seq
         self.last_ok = self._clock()
+        self.report()
         return fixed
 
     def poll(self) -> int:
@@ -184,6 +223,13 @@ class ChangeFollower:
         self.saved_seq = self.seq
         self.last_saved = self._clock()
 
+    def report(self) -> int:
+        """Tell the database how far this index has followed (the saved mark, which never runs ahead of the
+        disk), then prune what every live replica has passed; returns the changes pruned."""
+        self.engine.store.save_replica_mark(self.replica_id, self.saved_seq)
+        self.last_report = self._clock()
+        return self.engine.store.prune_changes(MARK_LIFETIME_SECONDS)
+
     # -- tailing ----------------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -197,6 +243,8 @@ class ChangeFollower:
                     pass
                 if self._clock() - self.last_saved >= FLUSH_SECONDS:
                     self.checkpoint()
+                if self._clock() - self.last_report >= REPORT_SECONDS:
+                    self.report()
             except XMemoError as error:  # the database or the index is down: retry, /readyz says so
                 log.warning("following the change sequence failed: %s", error.message)
 
@@ -210,5 +258,6 @@ class ChangeFollower:
             self._thread.join(timeout=10)
         try:
             self.checkpoint()
+            self.engine.store.save_replica_mark(self.replica_id, self.saved_seq)  # a restart replays from here
         except XMemoError as error:  # closing anyway: the next start replays from the older mark
             log.warning("could not save the follower's mark: %s", error.message)

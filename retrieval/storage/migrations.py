@@ -171,6 +171,18 @@ def _m006_read_questions(connection: Connection) -> None:
     )
 
 
+def _m007_replica_marks(connection: Connection) -> None:
+    """PostgreSQL: each replica's mark in the change sequence, so that what all live ones passed is pruned."""
+    if connection.dialect.name != "postgresql":
+        return
+    connection.execute(
+        text(
+            "CREATE TABLE IF NOT EXISTS replica_marks (replica_id VARCHAR(32) PRIMARY KEY, "
+            "seq BIGINT NOT NULL, seen_at DOUBLE PRECISION NOT NULL)"
+        )
+    )
+
+
 MIGRATIONS: list[Migration] = [
     ("m001_initial", _m001_initial),
     ("m002_audit_tenancy", _m002_audit_tenancy),
@@ -178,6 +190,7 @@ MIGRATIONS: list[Migration] = [
     ("m004_replicas", _m004_replicas),
     ("m005_speaker", _m005_speaker),
     ("m006_read_questions", _m006_read_questions),
+    ("m007_replica_marks", _m007_replica_marks),
 ]  # append new steps; never edit or reorder an applied one
 
 

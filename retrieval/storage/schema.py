@@ -9,7 +9,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Index, Integer, LargeBinary, MetaData, String, Table, Text, literal_column
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Float,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    literal_column,
+)
 
 from .columns import memory_columns
 
@@ -22,6 +34,7 @@ __all__ = [
     "meta",
     "metadata",
     "read_questions",
+    "replica_marks",
     "schema_migrations",
 ]
 
@@ -89,6 +102,16 @@ changes = Table(
     Column("seq", BigInteger, primary_key=True, autoincrement=True),
     Column("memory_id", String(36), nullable=False),
     Column("version", Integer, nullable=True),  # None: the memory was forgotten
+)
+
+# PostgreSQL only (m007): how far each replica's index has followed the change sequence, and when it
+# last said so (epoch seconds of the database's clock); changes every live replica has passed are pruned.
+replica_marks = Table(
+    "replica_marks",
+    metadata,
+    Column("replica_id", String(32), primary_key=True),
+    Column("seq", BigInteger, nullable=False),
+    Column("seen_at", Float, nullable=False),
 )
 
 embeddings = Table(

@@ -43,13 +43,13 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
 
 
 def _fill(path: Path) -> Path:
-    """Write a file until the filesystem refuses another byte."""
+    """Write a file until the filesystem refuses another byte. Unbuffered: a buffered file would try the
+    refused bytes again when it closes, and raise there."""
     filler = path / "filler.bin"
-    with filler.open("wb") as handle:
+    with filler.open("wb", buffering=0) as handle:
         try:
             while True:
                 handle.write(b"\0" * 65_536)
-                handle.flush()
         except OSError:
             pass
     return filler
