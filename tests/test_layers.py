@@ -64,6 +64,19 @@ def test_packages_import_one_way(package: str) -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
+def test_the_client_imports_only_itself_and_light_libraries() -> None:
+    """service/client is what an agent installs beside its own code: it reaches the server over HTTP and
+    never imports the retrieval, compactor or eval layers, nor the rest of the service."""
+    offenders = []
+    for path in sorted((ROOT / "service" / "client").glob("*.py")):
+        for target in _imports(path):
+            if target.split(".")[0] in {"retrieval", "compactor", "eval"} or (
+                target.startswith("service") and not target.startswith("service.client")
+            ):
+                offenders.append(f"{path.relative_to(ROOT)} imports {target}")
+    assert offenders == []
+
+
 def _layer(module: str) -> str | None:
     parts = module.split(".")
     return parts[1] if len(parts) > 1 and parts[0] == "retrieval" and parts[1] in RETRIEVAL_LAYERS else None

@@ -2,13 +2,14 @@
 
 from .memory_engine import INDEX_BATCH, LAYOUT_KEY, MemoryEngine, index_layout
 from .read_tracking import FLUSH_EVERY_READS, FLUSH_EVERY_SECONDS, ReadTracker
-from .replica import POLL_SECONDS, ChangeFollower, FollowedEngine, HeldVersions
+from .replica import MARK_LIFETIME_SECONDS, POLL_SECONDS, ChangeFollower, FollowedEngine, HeldVersions
 
 __all__ = [
     "FLUSH_EVERY_READS",
     "FLUSH_EVERY_SECONDS",
     "INDEX_BATCH",
     "LAYOUT_KEY",
+    "MARK_LIFETIME_SECONDS",
     "POLL_SECONDS",
     "ChangeFollower",
     "FollowedEngine",

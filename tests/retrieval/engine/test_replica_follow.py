@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import text
 
 from retrieval import Principal, RememberRequest, remember
-from retrieval.engine.replica import MARK_LIFETIME_SECONDS
+from retrieval.engine import MARK_LIFETIME_SECONDS
 from retrieval.usecases import forget_memory
 from tests.support import fresh_database
 

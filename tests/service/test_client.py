@@ -1,0 +1,171 @@
+"""The Python client (service/client) and its LangGraph store against a real server on loopback; and in a
+fresh interpreter, that they load none of the heavy parts (model, index engine, scikit-learn)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from service.client import (
+    AsyncXmemoClient,
+    AuthenticationError,
+    ConflictError,
+    ForbiddenError,
+    NotFoundError,
+    UnavailableError,
+    ValidationError,
+    XmemoClient,
+)
+from service.client.langgraph import XmemoStore
+from tests.support import RunningServer, free_port
+
+HEAVY = ("torch", "onnxruntime", "qdrant_edge", "sentence_transformers", "sklearn", "retrieval", "compactor")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    running = RunningServer(tmp_path_factory.mktemp("client") / "data")
+    yield running
+    running.stop()
+
+
+def test_a_client_remembers_recalls_searches_and_manages(server: RunningServer) -> None:
+    with XmemoClient(server.url, server.key("cleo")) as client:
+        written = client.remember(
+            "The payments gateway times out on refunds over 10,000 EUR.",
+            "projects/payments/bugs",
+            semantic_key="bug:PAY-2291",
+            importance=0.8,
+        )
+        assert written.outcome == "created" and written.version == 1
+        again = client.remember(
+            "The payments gateway times out on refunds over 10,000 EUR.", "p", semantic_key="bug:PAY-2291"
+        )
+        assert again.outcome == "unchanged" and again.id == written.id
+        client.remember("Lunch on Friday is at the noodle place.", "life")
+        pack = client.recall_context("What is the status of PAY-2291?", max_items=3, max_tokens=400)
+        assert pack.items[0].id == written.id and "10,000 EUR" in pack.context_text
+        assert pack.budget.max_tokens == 400 and pack.budget.used_items == len(pack.items)
+        found = client.search("payments gateway refunds")
+        assert found.results[0].id == written.id and found.results[0].score > 0
+        state = client.update_state("deploy.freeze", "Deploys are frozen until Monday.")
+        assert state.outcome == "created"
+        event = client.timeline_event("Release 4.12.1 shipped.", "release", "2026-11-30T10:00:00Z")
+        record = client.get_memory(event.id)
+        assert record.type == "episodic" and record.occurred_at.startswith("2026-11-30")
+        page = client.list_memories(path_prefix="projects/", limit=10)
+        assert [m.id for m in page.memories] == [written.id] and page.next_cursor is None
+        edited = client.edit(written.id, 1, importance=0.9)
+        assert edited.version == 2 and edited.importance == 0.9
+        with pytest.raises(ConflictError) as conflict:
+            client.edit(written.id, 1, importance=0.1)
+        assert conflict.value.status == 409 and conflict.value.code
+        assert client.archive(written.id)["status"] == "archived"
+        assert client.restore(written.id)["status"] == "active"
+        report = client.reflect(dry_run=True, time_window_hours=48)
+        assert report.dry_run and len(report.plan_digest) > 8
+        assert client.history(written.id)["memory"]["id"] == written.id
+        with pytest.raises(NotFoundError):
+            client.get_memory("00000000-0000-4000-8000-000000000000")
+        with pytest.raises(ValidationError) as invalid:
+            client.recall_context("anything", max_items=0)
+        assert invalid.value.status == 422 and "max_items" in invalid.value.message
+        forgotten = client.forget(event.id)
+        assert forgotten["forgotten"] == [event.id]
+
+
+def test_the_client_maps_refusals_to_exceptions(server: RunningServer) -> None:
+    with XmemoClient(server.url, "xm_not_a_key") as client, pytest.raises(AuthenticationError) as refused:
+        client.search("anything")
+    assert refused.value.status == 401
+    reader = server.key("dora", scopes=("memory:read",))
+    with XmemoClient(server.url, reader) as client, pytest.raises(ForbiddenError):
+        client.remember("a note", "p")
+    with (
+        XmemoClient(f"http://127.0.0.1:{free_port()}", reader, timeout=2) as client,
+        pytest.raises(UnavailableError) as unreachable,
+    ):
+        client.health()
+    assert unreachable.value.status == 0
+
+
+def test_the_async_client_is_the_same_api(server: RunningServer) -> None:
+    key = server.key("erin")
+
+    async def scenario() -> None:
+        async with AsyncXmemoClient(server.url, key) as client:
+            written = await client.remember("Erin's standup is at 9:30 on weekdays.", "calendar")
+            pack = await client.recall_context("When is Erin's standup?", max_items=2)
+            assert pack.items[0].id == written.id
+            found = await client.search("standup")
+            assert found.results[0].id == written.id
+            assert (await client.get_memory(written.id)).content.startswith("Erin's standup")
+
+    asyncio.run(scenario())
+
+
+def test_a_langgraph_store_puts_gets_searches_and_deletes(server: RunningServer) -> None:
+    with XmemoClient(server.url, server.key("lang")) as client:
+        _a_store_session(XmemoStore(client))
+
+
+def _a_store_session(store: XmemoStore) -> None:
+    users = ("users", "u1", "memories")
+    store.put(users, "food", {"text": "The user is vegetarian and loves Sichuan food.", "kind": "preference"})
+    store.put(users, "pet", {"text": "The user has a cat called Miso.", "kind": "fact", "age": 3})
+    store.put(("users", "u2", "memories"), "food", {"text": "The second user eats everything."})
+    item = store.get(users, "food")
+    assert item is not None and item.value["kind"] == "preference" and item.namespace == users
+    assert store.get(users, "nothing") is None
+    # Putting a key again replaces its value (a new version); the same text with a new value is kept too.
+    store.put(users, "food", {"text": "The user is vegan now.", "kind": "preference"})
+    assert store.get(users, "food").value["text"] == "The user is vegan now."  # type: ignore[union-attr]
+    store.put(users, "pet", {"text": "The user has a cat called Miso.", "kind": "fact", "age": 4})
+    assert store.get(users, "pet").value["age"] == 4  # type: ignore[union-attr]
+    hits = store.search(("users", "u1"), query="what pets does the user have?", limit=2)
+    assert hits and hits[0].key == "pet" and hits[0].score is not None
+    assert {h.namespace for h in store.search(("users",), query="food", limit=10)} == {
+        users,
+        ("users", "u2", "memories"),
+    }
+    assert [h.key for h in store.search(users, filter={"kind": "fact"})] == ["pet"]
+    assert [h.key for h in store.search(users, filter={"age": {"$gt": 3}})] == ["pet"]
+    assert store.list_namespaces(prefix=("users",)) == [("users", "u1", "memories"), ("users", "u2", "memories")]
+    assert store.list_namespaces(max_depth=2) == [("users", "u1"), ("users", "u2")]
+    store.delete(users, "food")
+    assert store.get(users, "food") is None
+    assert [h.key for h in store.search(users)] == ["pet"]
+
+    async def twin() -> None:
+        await store.aput(users, "sport", {"text": "The user climbs on Sundays."})
+        got = await store.aget(users, "sport")
+        assert got is not None and got.value["text"].startswith("The user climbs")
+
+    asyncio.run(twin())
+
+
+def test_the_client_and_the_store_load_no_heavy_part(server: RunningServer, tmp_path: Path) -> None:
+    """In a fresh interpreter: remember and recall through the client, put and search through the store,
+    then list which heavy modules were imported (none may be)."""
+    script = f"""
+import json, sys
+from service.client import XmemoClient
+from service.client.langgraph import XmemoStore
+client = XmemoClient({server.url!r}, {server.key("fresh")!r})
+written = client.remember("The fresh interpreter remembers this.", "notes")
+assert client.recall_context("what does the fresh interpreter remember?").items[0].id == written.id
+store = XmemoStore(client)
+store.put(("a",), "k", {{"text": "stored through LangGraph"}})
+assert store.get(("a",), "k").value == {{"text": "stored through LangGraph"}}
+assert store.search(("a",), query="LangGraph")[0].key == "k"
+print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=Path.cwd())
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
