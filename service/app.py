@@ -24,10 +24,15 @@ __all__ = ["create_app"]
 
 
 def create_app(
-    settings: ServiceSettings, *, embedder: Embedder | None = None, engine: MemoryEngine | None = None
+    settings: ServiceSettings,
+    *,
+    embedder: Embedder | None = None,
+    engine: MemoryEngine | None = None,
+    local_token: str | None = None,
 ) -> FastAPI:
     """Build the app. The stores open in its lifespan, unless an opened `engine` is handed in
-    (as `xmemo serve` does, so that a store that cannot open fails before the port is bound)."""
+    (as `xmemo serve` does, so that a store that cannot open fails before the port is bound).
+    `local_token` is the secret `xmemo serve` leaves in the data dir for the CLI (service/cli/remote.py)."""
     keys = KeyStore.open(settings.retrieval.data_dir, settings.retrieval.database_url)
     metrics = Metrics()
     runtime = Runtime(settings, keys, embedder=embedder, engine=engine)
@@ -58,6 +63,7 @@ def create_app(
         metrics=metrics,
         max_body_bytes=settings.max_body_bytes,
         rate_limit=settings.rate_limit_per_minute,
+        local_token=local_token,
     )
     app.add_middleware(
         ConsoleGate, keys=keys, max_body_bytes=settings.max_body_bytes, metrics=metrics

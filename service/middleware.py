@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import math
@@ -16,7 +17,8 @@ from typing import Any
 from anyio import to_thread
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from retrieval import AuthenticationError, StoreError
+from retrieval import AuthenticationError, Principal, StoreError
+from retrieval.domain import MAX_LABEL_CHARS
 
 from .keys import KeyStore
 
@@ -146,9 +148,33 @@ async def bounded_body(scope: Scope, receive: Receive, send: Send, limit: int) -
     return replay
 
 
+# The header naming the owner a request with the data dir's local token acts as (the CLI beside a
+# running server, service/cli/remote.py): the operator at the command line, Principal.local(owner).
+OWNER_HEADER = "x-xmemo-owner"
+
+
+def _local_owner(value: str) -> str | None:
+    """The owner a local-token request names, if it is a well-formed label."""
+    value = value.strip()
+    if not value or len(value) > MAX_LABEL_CHARS or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+        return None
+    return value
+
+
 class EdgeMiddleware:
-    def __init__(self, app: ASGIApp, keys: KeyStore, metrics: Metrics, max_body_bytes: int, rate_limit: int) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        keys: KeyStore,
+        metrics: Metrics,
+        max_body_bytes: int,
+        rate_limit: int,
+        local_token: str | None = None,
+    ) -> None:
+        """`local_token`: the secret `xmemo serve` keeps in the data dir (server.json, 0600) for the CLI;
+        whoever can read it can read the data dir's files, so it carries the operator's rights."""
         self.app = app
+        self.local_token = local_token
         self.keys = keys
         self.metrics = metrics
         self.max_body_bytes = max_body_bytes
@@ -221,6 +247,14 @@ class EdgeMiddleware:
             elif not authorization.lower().startswith("bearer ") or not authorization[7:].strip():
                 await reply(401, "unauthorized", "missing bearer API key")
                 return
+            elif self.local_token is not None and hmac.compare_digest(
+                authorization[7:].strip().encode(), self.local_token.encode()
+            ):
+                owner = _local_owner(headers.get(OWNER_HEADER, ""))
+                if owner is None:
+                    await reply(401, "unauthorized", "the data dir's local token needs the owner in X-XMemo-Owner")
+                    return
+                key_id, principal = "local", Principal.local(owner)
             else:
                 secret = authorization[7:].strip()
                 try:

@@ -3,11 +3,13 @@ data dir's stores as the operator (`Principal.local`)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import click
 from tqdm import tqdm
@@ -36,6 +38,7 @@ from retrieval.storage import PRIVATE_FILE, MemoryStore, secure_data_dir
 from retrieval.usecases import NO_MATCH, auto_type, new_memory, record_from_line
 
 from .common import count_lines, emit, open_engine, read_jsonl, settings_of
+from .remote import remote_of
 
 __all__ = [
     "export_command",
@@ -46,6 +49,11 @@ __all__ = [
     "remember_command",
     "search_command",
 ]
+
+
+def _set(**fields: Any) -> Any:
+    """The options given (None: the server's default, as on the local path)."""
+    return {name: value for name, value in fields.items() if value is not None}
 
 
 @click.command("remember")
@@ -97,12 +105,27 @@ def remember_command(
     # The input is checked before the data dir is opened: a typo is told as such, even while a
     # server holds the data dir.
     new_memory(Principal.local(owner), request, format_time(utc_now()), auto_type(request))
-    with open_engine(ctx) as engine:
-        result = remember(engine, Principal.local(owner), request)
-    if as_json:
-        emit(result.to_dict())
+    remote = remote_of(settings_of(ctx))
+    if remote is not None:
+        with remote.client(owner) as client:
+            answer = client.remember(
+                content,
+                path,
+                memory_type=memory_type,
+                importance=importance,
+                bucket=bucket,
+                scope=scope,
+                source="cli",
+                **_set(semantic_key=semantic_key, expires_at=expires_at, occurred_at=occurred_at),
+                **_set(speaker=speaker, session_id=session_id),
+            ).raw
     else:
-        click.echo(f"{result.outcome} {result.memory.id} (version {result.memory.version})")
+        with open_engine(ctx) as engine:
+            answer = remember(engine, Principal.local(owner), request).to_dict()
+    if as_json:
+        emit(answer)
+    else:
+        click.echo(f"{answer['outcome']} {answer['id']} (version {answer['version']})")
 
 
 @click.command("import")
@@ -193,6 +216,15 @@ def recall_context_command(
     check_range(max_items, "max_items", 1, MAX_PACK_ITEMS)
     check_range(max_tokens, "max_tokens", 1, MAX_PACK_TOKENS)
     optional_time(as_of, "as_of")
+    remote = remote_of(settings_of(ctx))
+    if remote is not None:
+        asked = {"max_items": max_items, "max_tokens": max_tokens, **({"as_of": as_of} if as_of else {})}
+        if as_json:
+            with remote.client(owner) as client:
+                emit(client.recall_context(query, **asked).raw)  # type: ignore[arg-type]
+        else:
+            click.echo(remote.mcp_text(owner, "recall_context", {"query": query, **asked}))
+        return
     with open_engine(ctx) as engine:
         pack = recall_context(
             engine, Principal.local(owner), query, max_items=max_items, max_tokens=max_tokens, as_of=as_of
@@ -215,15 +247,22 @@ def search_command(
     ctx: click.Context, owner: str, limit: int, min_score: float | None, as_json: bool, query: str
 ) -> None:
     """Strict search: only memories that match QUERY well; the list may be empty."""
-    with open_engine(ctx) as engine:
-        found = search_memory(engine, Principal.local(owner), query, limit=limit, min_score=min_score)
+    remote = remote_of(settings_of(ctx))
+    if remote is not None:
+        with remote.client(owner) as client:
+            bounds = {"limit": limit, **({"min_score": min_score} if min_score is not None else {})}
+            found = client.search(query, **bounds).raw  # type: ignore[arg-type]
+        answer = {"query": found["query"], "min_score": found["min_score"], "results": found["results"]}
+    else:
+        with open_engine(ctx) as engine:
+            answer = search_memory(engine, Principal.local(owner), query, limit=limit, min_score=min_score).to_dict()
     if as_json:
-        emit(found)
+        emit(answer)
         return
-    if not found.results:
+    if not answer["results"]:
         click.echo(NO_MATCH)
-    for result in found.results:
-        click.echo(f"{result.score:.3f}  {result.id}  {result.path}  {result.content[:120]}")
+    for result in answer["results"]:
+        click.echo(f"{result['score']:.3f}  {result['id']}  {result['path']}  {result['content'][:120]}")
 
 
 @click.command("reflect")
@@ -284,8 +323,14 @@ def reflect_command(
         team_id=team_id,
         limit=limit,
     )
-    with open_engine(ctx) as engine:
-        report = reflect(engine, Principal.local(owner), request, expected_plan=expected_plan, exclude=exclude)
+    remote = remote_of(settings_of(ctx))
+    if remote is not None:
+        with remote.client(owner) as client:
+            fields: dict[str, Any] = _set(**dataclasses.asdict(request), expected_plan=expected_plan)
+            report = client.reflect(**fields, exclude=list(exclude)).raw
+    else:
+        with open_engine(ctx) as engine:
+            report = reflect(engine, Principal.local(owner), request, expected_plan=expected_plan, exclude=exclude)
     if as_json:
         emit(report)
     else:

@@ -3,6 +3,7 @@ archive, restore, forget, forget-owner, batch), acting on the data dir as the op
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,8 @@ from retrieval.usecases import (
     set_status,
 )
 
-from .common import emit, open_engine
+from .common import emit, open_engine, settings_of
+from .remote import remote_of
 
 __all__ = ["memories_group"]
 
@@ -32,9 +34,13 @@ def _record(memory: Memory) -> dict[str, Any]:
     return record
 
 
-def _line(memory: Memory) -> str:
-    status, kind = memory.status.value, memory.type.value
-    return f"{memory.id}  v{memory.version}  {status:10s} {kind:10s} {memory.path}  {memory.content[:80]}"
+# A record as the CLI prints it: the record's fields in its order (the server's answer is reordered to it).
+RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(Memory) if f.name not in ("context", "content_sha256"))
+
+
+def _line(record: dict[str, Any]) -> str:
+    status, kind = record["status"], record["type"]
+    return f"{record['id']}  v{record['version']}  {status:10s} {kind:10s} {record['path']}  {record['content'][:80]}"
 
 
 @click.group("memories")
@@ -57,15 +63,23 @@ def memories_group() -> None:
 @click.pass_context
 def list_command(ctx: click.Context, /, owner: str, as_json: bool, **filters: Any) -> None:
     """The owner's memories, newest first; --json also gives the next page's cursor."""
-    with open_engine(ctx) as engine:
-        page = list_memories(engine, Principal.local(owner), ListQuery(**filters))
+    remote = remote_of(settings_of(ctx))
+    if remote is not None:
+        with remote.client(owner) as client:
+            listed = client.list_memories(**{k: v for k, v in filters.items() if v is not None}).raw
+        records = [{name: m[name] for name in RECORD_FIELDS if name in m} for m in listed["memories"]]
+        cursor = listed["next_cursor"]
+    else:
+        with open_engine(ctx) as engine:
+            page = list_memories(engine, Principal.local(owner), ListQuery(**filters))
+        records, cursor = [_record(m) for m in page.memories], page.next_cursor
     if as_json:
-        emit({"memories": [_record(m) for m in page.memories], "next_cursor": page.next_cursor})
+        emit({"memories": records, "next_cursor": cursor})
         return
-    for memory in page.memories:
-        click.echo(_line(memory))
-    if page.next_cursor:
-        click.echo(f"more: --cursor {page.next_cursor}", err=True)
+    for record in records:
+        click.echo(_line(record))
+    if cursor:
+        click.echo(f"more: --cursor {cursor}", err=True)
 
 
 @memories_group.command("history")
@@ -127,7 +141,7 @@ def edit_command(
         raise ValidationError("nothing to change: give at least one field")
     with open_engine(ctx) as engine:
         memory = edit_memory(engine, Principal.local(owner), memory_id, expected_version, changes)
-    click.echo(_line(memory))
+    click.echo(_line(_record(memory)))
 
 
 def _status_command(name: str, status: MemoryStatus, help_text: str) -> None:
@@ -139,7 +153,7 @@ def _status_command(name: str, status: MemoryStatus, help_text: str) -> None:
     def command(ctx: click.Context, owner: str, expected_version: int | None, memory_id: str) -> None:
         with open_engine(ctx) as engine:
             memory = set_status(engine, Principal.local(owner), memory_id, status, expected_version)
-        click.echo(_line(memory))
+        click.echo(_line(_record(memory)))
 
 
 _status_command("archive", MemoryStatus.ARCHIVED, "Archive one memory (kept, audited).")

@@ -14,6 +14,7 @@ from retrieval.domain import SCOPES
 from retrieval.storage import PRIVATE_FILE
 
 from .common import open_private, settings_of
+from .remote import announce
 
 __all__ = ["serve_command"]
 
@@ -29,6 +30,7 @@ def serve_command(ctx: click.Context, host: str, port: int) -> None:
     from ..app import create_app
     from ..keys import KeyStore
     from ..settings import ServiceSettings
+    from .uvicorn_server import WithdrawingServer
 
     settings = ServiceSettings(host=host, port=port, retrieval=settings_of(ctx).serving())
     admin_file = settings.retrieval.data_dir / "admin.key"
@@ -43,7 +45,11 @@ def serve_command(ctx: click.Context, host: str, port: int) -> None:
     keys.close()
     engine = open_private(settings.retrieval)  # a store that cannot open fails here, with exit code 3
     _json_logs()
-    uvicorn.run(create_app(settings, engine=engine), host=host, port=port, log_level="warning", log_config=None)
+    # The CLI on this data dir finds the server in server.json, the data dir's lock held (cli/remote.py).
+    with announce(settings.retrieval.data_dir, host, port) as (local_token, withdraw):
+        app = create_app(settings, engine=engine, local_token=local_token)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", log_config=None)
+        WithdrawingServer(config, withdraw).run()
 
 
 class _JsonFormatter(logging.Formatter):

@@ -169,3 +169,20 @@ print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=Path.cwd())
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_the_readme_langgraph_agent_runs_on_the_store(server: RunningServer) -> None:
+    """The README's example, as written there, run against the server: a graph node puts and searches."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    example = readme.split("from langgraph.graph import")[1].split("```")[0]
+    code = "from langgraph.graph import" + example.replace('"http://127.0.0.1:8420", api_key', "URL, KEY")
+    scope: dict[str, object] = {"URL": server.url, "KEY": server.key("readme")}
+    exec(compile(code, "README.md", "exec"), scope)
+    graph = scope["graph"]
+    first = graph.invoke({"messages": [("user", "Where do we keep the refund runbook?")]})  # type: ignore[attr-defined]
+    assert "refund runbook" in first["messages"][-1].content
+    store = scope["store"]
+    assert store.get(("users", "u1", "memories"), "last-question").value == {  # type: ignore[attr-defined]
+        "text": "Where do we keep the refund runbook?"
+    }
+    store.client.close()  # type: ignore[attr-defined]

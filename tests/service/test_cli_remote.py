@@ -1,0 +1,84 @@
+"""The CLI beside a running server: with `xmemo serve` holding the data dir, the data commands reach it
+over HTTP (service/cli/remote.py) with the same output and exit codes as on the data dir alone."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+from tests.support import RunningServer
+
+AS_OF = "2026-12-01T12:00:00Z"
+READS = [
+    ["search", "--owner", "ana", "payments gateway refunds"],
+    ["search", "--owner", "ana", "--json", "payments gateway refunds"],
+    ["recall-context", "--owner", "ana", "--as-of", AS_OF, "What is the status of PAY-2291?"],
+    ["recall-context", "--owner", "ana", "--as-of", AS_OF, "--json", "What is the status of PAY-2291?"],
+    ["reflect", "--owner", "ana", "--dry-run", "--actions", "summarize", "--since", "2026-11-01T00:00:00Z",
+     "--until", AS_OF, "--json"],
+    ["reflect", "--owner", "ana", "--dry-run", "--actions", "summarize", "--since", "2026-11-01T00:00:00Z",
+     "--until", AS_OF],
+]  # fmt: skip
+LISTS = [["memories", "list", "--owner", "ana"], ["memories", "list", "--owner", "ana", "--json"]]
+
+
+def _timeless(outputs: list[str]) -> list[object]:
+    """The reflect report's `now` and the plan id made from it differ between any two runs."""
+    report = json.loads(outputs[4])
+    assert report["dry_run"] is True and report["plan_digest"]
+    return [*outputs[:4], {k: v for k, v in report.items() if k not in ("now", "plan_id")}, outputs[5]]
+
+
+def _outputs(run, commands):  # type: ignore[no-untyped-def]
+    results = [run(*command) for command in commands]
+    assert [r.exit_code for r in results] == [0] * len(commands), [r.output for r in results]
+    return [r.stdout for r in results]
+
+
+def test_the_data_commands_reach_a_running_server_with_the_same_output(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    data = tmp_path / "data"
+    notes = [
+        ("PAY-2291: refunds over 10,000 EUR time out in the payments gateway.", "bug:PAY-2291"),
+        ("The payments gateway timeout was raised to 30 s on 2026-11-20.", None),
+    ]
+    for text, key in notes:
+        keyed = ["--semantic-key", key] if key else []
+        written = run("remember", "--owner", "ana", "--path", "projects/payments", "--occurred-at", AS_OF, *keyed, text)
+        assert written.exit_code == 0 and written.stdout.startswith("created "), written.output
+    local_lists = _outputs(run, LISTS)  # before any read: a read stamps last_accessed_at
+    server = RunningServer(data)
+    try:
+        announced = data / "server.json"
+        assert stat.S_IMODE(announced.stat().st_mode) == 0o600
+        assert json.loads(announced.read_text())["url"] == server.url
+        assert _outputs(run, LISTS) == local_lists
+        written = run("remember", "--owner", "ana", "--path", "calendar", "--occurred-at", AS_OF, "Standup is at 9:30.")
+        assert written.exit_code == 0 and written.stdout.startswith("created "), written.output
+        again = run(
+            "remember", "--owner", "ana", "--path", "p", "--semantic-key", "bug:PAY-2291", "--json", notes[0][0]
+        )
+        assert again.exit_code == 0 and json.loads(again.stdout)["outcome"] == "unchanged"
+        # What the CLI wrote is the owner's: the operator acts as --owner.
+        with server.client(server.key("ana")) as http:
+            assert len(http.get("/api/v1/memories").json()["memories"]) == 3
+        remote_reads = _outputs(run, READS)
+        # Errors keep their exit codes: a bad budget is a user error (1), reindex needs the data dir (3).
+        refused = run("recall-context", "--owner", "ana", "--max-items", "0", "anything")
+        assert refused.exit_code == 1 and "max_items" in refused.output
+        assert run("reindex").exit_code == 3
+    finally:
+        server.stop()
+    assert not (data / "server.json").exists()
+    local_reads = _outputs(run, READS)
+    assert _timeless(local_reads) == _timeless(remote_reads)
+    assert "PAY-2291" in remote_reads[2] and "Budget:" in remote_reads[2]
+
+
+def test_a_stale_announcement_is_ignored(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """A server killed without cleaning up leaves server.json; with the lock free, the CLI uses the data dir."""
+    data = tmp_path / "data"
+    assert run("remember", "--owner", "bo", "--path", "p", "a first note").exit_code == 0
+    (data / "server.json").write_text(json.dumps({"url": "http://127.0.0.1:9", "token": "x"}))
+    listed = run("memories", "list", "--owner", "bo")
+    assert listed.exit_code == 0 and "a first note" in listed.stdout
