@@ -187,13 +187,23 @@ def _session(path: Path, threads: int | None = None) -> Any:
 
 
 def _fingerprint(model_path: str) -> str:
-    """Names, sizes and times of the model directory's files: a changed model gets a new export."""
+    """Names, sizes and the first and last 64 KiB of the model directory's files: a changed model gets a
+    new export, and any install of the same model (another machine, another image stage, where the files'
+    times differ) finds the one already made."""
     digest = hashlib.sha256()
     root = Path(model_path).resolve()
     for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(root)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+        size = path.stat().st_size
+        digest.update(f"{path.relative_to(root)}\0{size}\0".encode())
+        with path.open("rb") as handle:
+            digest.update(handle.read(_EDGE_BYTES))
+            if size > 2 * _EDGE_BYTES:
+                handle.seek(size - _EDGE_BYTES)
+                digest.update(handle.read(_EDGE_BYTES))
     return digest.hexdigest()[:16]
+
+
+_EDGE_BYTES = 64 * 1024
 
 
 def exported_model(model_path: str, cache_dir: Path, quantized: bool = False) -> Path:
@@ -210,10 +220,23 @@ def exported_model(model_path: str, cache_dir: Path, quantized: bool = False) ->
     folder.mkdir(parents=True, exist_ok=True)
     plain = folder / "model.onnx"
     if not plain.is_file():
+        if not _can_export():
+            raise StoreError(
+                f"no ONNX export of {model_path} in {cache_dir}, and torch is not installed to make one: "
+                "install the export extra once (pip install 'xmemo-server[export]'), or point "
+                "XMEMO_MODEL_CACHE_DIR at a directory that holds the export"
+            )
         _export(model_path, plain)
     if quantized:
         _quantize(plain, target)
     return target
+
+
+def _can_export() -> bool:
+    """Whether torch, sentence-transformers and onnx are installed (the `export` extra)."""
+    import importlib.util
+
+    return all(importlib.util.find_spec(name) is not None for name in ("torch", "sentence_transformers", "onnx"))
 
 
 def _export(model_path: str, target: Path) -> None:
