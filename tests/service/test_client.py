@@ -186,3 +186,13 @@ def test_the_readme_langgraph_agent_runs_on_the_store(server: RunningServer) -> 
         "text": "Where do we keep the refund runbook?"
     }
     store.client.close()  # type: ignore[attr-defined]
+
+
+def test_the_readme_mcp_snippet_runs(server: RunningServer) -> None:
+    """The README's MCP client example, as written there, against the server."""
+    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    code = "import asyncio" + readme.split("**Over MCP**")[1].split("```python\nimport asyncio", 1)[1].split("```")[0]
+    code = code.replace('print(asyncio.run(main("http://127.0.0.1:8420", key)))', "TEXT = asyncio.run(main(URL, KEY))")
+    scope: dict[str, object] = {"URL": server.url, "KEY": server.key("mcp-reader")}
+    exec(compile(code, "README.md", "exec"), scope)
+    assert "ops/runbooks" in str(scope["TEXT"]) and "### XMemo Context" in str(scope["TEXT"])
