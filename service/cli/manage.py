@@ -38,6 +38,11 @@ def _record(memory: Memory) -> dict[str, Any]:
 RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(Memory) if f.name not in ("context", "content_sha256"))
 
 
+def _in_order(record: dict[str, Any]) -> dict[str, Any]:
+    """A record the server sent, in the record's field order (as `_record` writes one)."""
+    return {name: record[name] for name in RECORD_FIELDS if name in record}
+
+
 def _line(record: dict[str, Any]) -> str:
     status, kind = record["status"], record["type"]
     return f"{record['id']}  v{record['version']}  {status:10s} {kind:10s} {record['path']}  {record['content'][:80]}"
@@ -67,7 +72,7 @@ def list_command(ctx: click.Context, /, owner: str, as_json: bool, **filters: An
     if remote is not None:
         with remote.client(owner) as client:
             listed = client.list_memories(**{k: v for k, v in filters.items() if v is not None}).raw
-        records = [{name: m[name] for name in RECORD_FIELDS if name in m} for m in listed["memories"]]
+        records = [_in_order(m) for m in listed["memories"]]
         cursor = listed["next_cursor"]
     else:
         with open_engine(ctx) as engine:
@@ -88,6 +93,23 @@ def list_command(ctx: click.Context, /, owner: str, as_json: bool, **filters: An
 @click.pass_context
 def history_command(ctx: click.Context, owner: str, memory_id: str) -> None:
     """Versions, links and audit trail of one memory, as JSON."""
+    remote = remote_of(settings_of(ctx))
+    if remote is not None:
+        with remote.client(owner) as client:
+            told = client.history(memory_id)
+        emit(
+            {
+                "memory": _in_order(told["memory"]),
+                "versions": [{k: v[k] for k in ("version", "at", "action", "changes")} for v in told["versions"]],
+                "derived_from": [m["id"] for m in told["derived_from"]],
+                "derived_into": [m["id"] for m in told["derived_into"]],
+                "audit": [
+                    {"id": r["id"], "at": r["created_at"], "action": r["action"], "actor": r["actor"]}
+                    for r in told["audit"]
+                ],
+            }
+        )
+        return
     with open_engine(ctx) as engine:
         history = memory_history(engine, Principal.local(owner), memory_id)
     emit(
@@ -139,9 +161,14 @@ def edit_command(
             raise ValidationError("--metadata must be a JSON object") from error
     if not changes:
         raise ValidationError("nothing to change: give at least one field")
-    with open_engine(ctx) as engine:
-        memory = edit_memory(engine, Principal.local(owner), memory_id, expected_version, changes)
-    click.echo(_line(_record(memory)))
+    remote = remote_of(settings_of(ctx))
+    if remote is not None:
+        with remote.client(owner) as client:
+            record = _in_order(client.edit(memory_id, expected_version, **changes).raw)
+    else:
+        with open_engine(ctx) as engine:
+            record = _record(edit_memory(engine, Principal.local(owner), memory_id, expected_version, changes))
+    click.echo(_line(record))
 
 
 def _status_command(name: str, status: MemoryStatus, help_text: str) -> None:
@@ -151,9 +178,16 @@ def _status_command(name: str, status: MemoryStatus, help_text: str) -> None:
     @click.argument("memory_id")
     @click.pass_context
     def command(ctx: click.Context, owner: str, expected_version: int | None, memory_id: str) -> None:
-        with open_engine(ctx) as engine:
-            memory = set_status(engine, Principal.local(owner), memory_id, status, expected_version)
-        click.echo(_line(_record(memory)))
+        remote = remote_of(settings_of(ctx))
+        if remote is not None:
+            with remote.client(owner) as client:
+                change = client.restore if status is MemoryStatus.ACTIVE else client.archive
+                change(memory_id, expected_version)
+                record = _in_order(client.history(memory_id)["memory"])  # a fetch by id would count a use
+        else:
+            with open_engine(ctx) as engine:
+                record = _record(set_status(engine, Principal.local(owner), memory_id, status, expected_version))
+        click.echo(_line(record))
 
 
 _status_command("archive", MemoryStatus.ARCHIVED, "Archive one memory (kept, audited).")
@@ -169,9 +203,16 @@ def forget_command(ctx: click.Context, owner: str, yes: bool, memory_id: str) ->
     """Remove one memory's content from every store; an audit tombstone stays."""
     if not yes:
         click.confirm(f"Forget {memory_id} for good?", abort=True)
-    with open_engine(ctx) as engine:
-        done = forget_memory(engine, Principal.local(owner), memory_id)
-    click.echo(f"forgot {len(done.memory_ids)} memory; audit {', '.join(done.audit_ids)}")
+    remote = remote_of(settings_of(ctx))
+    if remote is not None:
+        with remote.client(owner) as client:
+            answer = client.forget(memory_id)
+        forgotten, audit_ids = answer["forgotten"], answer["audit_record_ids"]
+    else:
+        with open_engine(ctx) as engine:
+            done = forget_memory(engine, Principal.local(owner), memory_id)
+        forgotten, audit_ids = done.memory_ids, done.audit_ids
+    click.echo(f"forgot {len(forgotten)} memory; audit {', '.join(audit_ids)}")
 
 
 @memories_group.command("forget-owner")

@@ -107,16 +107,21 @@ def edit(memory_id: str, expected_version: int, changes: Mapping[str, Any]) -> C
     return Call("PATCH", f"/api/v1/memories/{_id(memory_id)}", _record, body=body)
 
 
-def restore(memory_id: str) -> Call:
-    return Call("POST", f"/api/v1/memories/{_id(memory_id)}/restore", _same)
+def _at(expected_version: int | None) -> dict[str, Any]:
+    return {"expected_version": expected_version} if expected_version is not None else {}
 
 
-def archive(memory_id: str) -> Call:
-    return Call("DELETE", f"/api/v1/memories/{_id(memory_id)}", _same)
+def restore(memory_id: str, expected_version: int | None = None) -> Call:
+    return Call("POST", f"/api/v1/memories/{_id(memory_id)}/restore", _same, params=_at(expected_version))
 
 
-def forget(memory_id: str) -> Call:
-    return Call("DELETE", f"/api/v1/memories/{_id(memory_id)}", _same, params={"hard": "true"})
+def archive(memory_id: str, expected_version: int | None = None) -> Call:
+    return Call("DELETE", f"/api/v1/memories/{_id(memory_id)}", _same, params=_at(expected_version))
+
+
+def forget(memory_id: str, expected_version: int | None = None) -> Call:
+    params = {"hard": "true", **_at(expected_version)}
+    return Call("DELETE", f"/api/v1/memories/{_id(memory_id)}", _same, params=params)
 
 
 def audit(fields: Mapping[str, Any]) -> Call:

@@ -142,18 +142,18 @@ class XmemoClient:
         result: MemoryRecord = self._send(calls.edit(memory_id, expected_version, changes))
         return result
 
-    def restore(self, memory_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._send(calls.restore(memory_id))
+    def restore(self, memory_id: str, expected_version: int | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = self._send(calls.restore(memory_id, expected_version))
         return result
 
-    def archive(self, memory_id: str) -> dict[str, Any]:
+    def archive(self, memory_id: str, expected_version: int | None = None) -> dict[str, Any]:
         """Archive (soft, audited, restorable)."""
-        result: dict[str, Any] = self._send(calls.archive(memory_id))
+        result: dict[str, Any] = self._send(calls.archive(memory_id, expected_version))
         return result
 
-    def forget(self, memory_id: str) -> dict[str, Any]:
+    def forget(self, memory_id: str, expected_version: int | None = None) -> dict[str, Any]:
         """Forget: the content is removed from every store; the audit keeps a tombstone."""
-        result: dict[str, Any] = self._send(calls.forget(memory_id))
+        result: dict[str, Any] = self._send(calls.forget(memory_id, expected_version))
         return result
 
     def reflect(self, **fields: Unpack[ReflectFields]) -> ReflectReport:
@@ -246,16 +246,16 @@ class AsyncXmemoClient:
         result: MemoryRecord = await self._send(calls.edit(memory_id, expected_version, changes))
         return result
 
-    async def restore(self, memory_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(calls.restore(memory_id))
+    async def restore(self, memory_id: str, expected_version: int | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(calls.restore(memory_id, expected_version))
         return result
 
-    async def archive(self, memory_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(calls.archive(memory_id))
+    async def archive(self, memory_id: str, expected_version: int | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(calls.archive(memory_id, expected_version))
         return result
 
-    async def forget(self, memory_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = await self._send(calls.forget(memory_id))
+    async def forget(self, memory_id: str, expected_version: int | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(calls.forget(memory_id, expected_version))
         return result
 
     async def reflect(self, **fields: Unpack[ReflectFields]) -> ReflectReport:

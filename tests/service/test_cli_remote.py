@@ -24,10 +24,20 @@ LISTS = [["memories", "list", "--owner", "ana"], ["memories", "list", "--owner",
 
 
 def _timeless(outputs: list[str]) -> list[object]:
-    """The reflect report's `now` and the plan id made from it differ between any two runs."""
+    """What differs between any two runs: a search result's `rank_score` (its recency is counted to the
+    moment of the search), the reflect report's `now` and the plan id made from it."""
+    found = json.loads(outputs[1])
+    for result in found["results"]:
+        result.pop("rank_score")
     report = json.loads(outputs[4])
     assert report["dry_run"] is True and report["plan_digest"]
-    return [*outputs[:4], {k: v for k, v in report.items() if k not in ("now", "plan_id")}, outputs[5]]
+    return [
+        outputs[0],
+        found,
+        *outputs[2:4],
+        {k: v for k, v in report.items() if k not in ("now", "plan_id")},
+        outputs[5],
+    ]
 
 
 def _outputs(run, commands):  # type: ignore[no-untyped-def]
@@ -82,3 +92,40 @@ def test_a_stale_announcement_is_ignored(run, tmp_path: Path) -> None:  # type: 
     (data / "server.json").write_text(json.dumps({"url": "http://127.0.0.1:9", "token": "x"}))
     listed = run("memories", "list", "--owner", "bo")
     assert listed.exit_code == 0 and "a first note" in listed.stdout
+
+
+def test_the_management_verbs_beside_a_running_server(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    data = tmp_path / "data"
+    first = run("remember", "--owner", "cy", "--path", "notes", "--json", "The release train leaves on Tuesdays.")
+    memory_id = json.loads(first.stdout)["id"]
+    server = RunningServer(data)
+    try:
+        edited = run("memories", "edit", "--owner", "cy", "--expected-version", "1", "--importance", "0.9", memory_id)
+        assert edited.exit_code == 0 and edited.stdout.startswith(f"{memory_id}  v2  active"), edited.output
+        stale = run("memories", "edit", "--owner", "cy", "--expected-version", "1", "--importance", "0.1", memory_id)
+        assert stale.exit_code == 1 and "version" in stale.output  # a conflict, as on the data dir
+        archived = run("memories", "archive", "--owner", "cy", memory_id)
+        assert archived.exit_code == 0 and f"{memory_id}  v3  archived" in archived.stdout, archived.output
+        restored = run("memories", "restore", "--owner", "cy", memory_id)
+        assert restored.exit_code == 0 and f"{memory_id}  v4  active" in restored.stdout, restored.output
+        other = run("memories", "archive", "--owner", "someone-else", memory_id)
+        assert other.exit_code == 1 and f"no memory {memory_id}" in other.output  # another owner's: 404
+        remote_history = run("memories", "history", "--owner", "cy", memory_id)
+        assert remote_history.exit_code == 0, remote_history.output
+        # These read the data dir's files beside the server (SQLite takes concurrent readers).
+        assert run("keys", "list").exit_code == 0
+        exported = run("export", str(tmp_path / "out.jsonl"))
+        assert exported.exit_code == 0 and len((tmp_path / "out.jsonl").read_text().splitlines()) == 1
+    finally:
+        server.stop()
+    local_history = run("memories", "history", "--owner", "cy", memory_id)
+    assert json.loads(local_history.stdout) == json.loads(remote_history.stdout)
+    assert [v["action"] for v in json.loads(local_history.stdout)["versions"]][-1] == "restore"
+    server = RunningServer(data)
+    try:
+        forgotten = run("memories", "forget", "--owner", "cy", "--yes", memory_id)
+        assert forgotten.exit_code == 0 and forgotten.stdout.startswith("forgot 1 memory; audit "), forgotten.output
+    finally:
+        server.stop()
+    listed = run("memories", "list", "--owner", "cy")
+    assert listed.exit_code == 0 and memory_id not in listed.stdout
