@@ -8,6 +8,7 @@ from fastapi import FastAPI
 from retrieval import MemoryEngine
 from retrieval.encoding import Embedder
 
+from .api_docs import describe_openapi, name_operations
 from .console import ConsoleGate, console_pages
 from .docs_pages import add_offline_docs
 from .handlers import install_error_handlers
@@ -54,9 +55,10 @@ def create_app(
     )
     app.router.routes.extend(mcp_app.routes)  # POST /mcp, behind the same middleware as every route
     for area in (ops, recall, writes, reflect, memories):
-        app.include_router(area.router)
+        app.include_router(name_operations(area.router))
     app.include_router(console_pages)
     add_offline_docs(app)
+    describe_openapi(app)
     app.add_middleware(
         EdgeMiddleware,
         keys=keys,

@@ -25,6 +25,7 @@ from retrieval import (
 )
 from retrieval.usecases import render_identity_text, render_search_text
 
+from .api_docs import describe_tools
 from .loop_reads import read_for_query
 
 __all__ = ["build_mcp"]
@@ -236,3 +237,4 @@ def _refuse_unknown_arguments(server: MCPServer) -> None:
         model.model_config["extra"] = "forbid"
         model.model_rebuild(force=True)
         tool.parameters = model.model_json_schema(by_alias=True)
+    describe_tools(server._tool_manager.list_tools())
