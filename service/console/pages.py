@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -78,11 +79,38 @@ def _text(form: FormData, name: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+SNIPPET_CHARS = 80
+
+
+def _snippets(engine: MemoryEngine, ids: Iterable[str]) -> dict[str, str]:
+    """The first line of each memory's text (at most SNIPPET_CHARS), read in one batch, to show beside its
+    id; the ids come from the caller's own pack or audit records. A forgotten memory has none."""
+    found = engine.store.get_many(list(dict.fromkeys(ids)))
+    snippets = {}
+    for memory_id, memory in found.items():
+        line = memory.content.strip().splitlines()[0] if memory.content.strip() else ""
+        snippets[memory_id] = line if len(line) <= SNIPPET_CHARS else line[: SNIPPET_CHARS - 1] + "…"
+    return snippets
+
+
+def _scales(components: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Each score component's best value among the packed items: a bar is its share of that best, so
+    BM25's raw scores (unbounded) and the [0, 1] ones each fill their own width."""
+    best: dict[str, float] = {}
+    for item in components.values():
+        for name, value in item.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value > best.get(name, 0.0):
+                best[name] = float(value)
+    return best
+
+
 @router.get("/", response_class=HTMLResponse)
 def memories_page(request: Request, engine: Engine, principal: Caller) -> Response:
     """The landing page: a table of memories with filters, a search box (by words or by meaning) and pagination."""
     params = request.query_params
     chosen = {name: params.get(name, "").strip() for name in LIST_FILTERS}
+    if "status" not in params:  # active versions by default: superseded ones would outrank them by meaning
+        chosen["status"] = MemoryStatus.ACTIVE.value
     mode = params.get("mode", "words")
     if mode not in SEARCH_MODES:
         raise ValidationError(f"mode must be one of {', '.join(SEARCH_MODES)}")
@@ -214,6 +242,7 @@ def audit_page(request: Request, engine: Engine, principal: Caller) -> Response:
         "audit.html",
         title="Audit log",
         records=records,
+        texts=_snippets(engine, [i for r in records for i in r.memory_ids[:5]]),
         filters={
             "action": action,
             "memory_id": memory_id,
@@ -240,9 +269,16 @@ def recall_page(request: Request, engine: Engine, principal: Caller) -> Response
         text = render_context_text(found, engine.tokens)
         pack = found.to_dict()  # the page shows the pack as the JSON an agent receives
     components = {c["id"]: c for c in pack["retrieval_plan"]["items"]} if pack else {}
+    shown = []
+    if pack:
+        plan = pack["retrieval_plan"]
+        shown = [item["id"] for item in pack["items"]] + [d["id"] for d in plan.get("dropped", [])]
+        shown += [c[key] for c in plan.get("collapsed", []) for key in ("id", "into")]
     return render(
         request,
         "recall.html",
+        texts=_snippets(engine, shown),
+        scales=_scales(components),
         title="Recall",
         query=query,
         max_items=max_items,

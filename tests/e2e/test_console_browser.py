@@ -107,7 +107,8 @@ def test_a_person_finds_corrects_forgets_reflects_and_manages_keys(server, brows
     page.get_by_label("API key").fill(server.admin_key)
     page.get_by_role("button", name="Sign in").click()
     page.get_by_role("heading", name="Memories").wait_for()
-    assert page.locator("tbody tr").count() == len(api.get("/api/v1/memories").json()["memories"])
+    active = api.get("/api/v1/memories", params={"status": "active"}).json()["memories"]
+    assert page.locator("tbody tr").count() == len(active)  # active versions only, by default
     _shot(page, "02-memories")
 
     page.get_by_label("Path starts with").fill("projects/alpha")
@@ -245,6 +246,11 @@ def _signed_in(page: Any, server: RunningServer) -> None:
         page.get_by_role("heading", name="Memories").wait_for()
 
 
+def _linked(link: Any) -> str:
+    """The memory id a link to a memory's page names."""
+    return str(link.get_attribute("href")).rsplit("/", 1)[1]
+
+
 def _rows(page: Any, table: str) -> list[list[str]]:
     return [row.locator("td").all_inner_texts() for row in page.locator(f"#{table} tbody tr").all()]
 
@@ -298,24 +304,44 @@ def test_the_recall_playground_shows_what_was_dropped_shortened_and_collapsed(se
     pack = api.post("/v1/recall/context", json={"query": query, "max_items": 2, "max_tokens": 80}).json()
     plan = pack["retrieval_plan"]
     dropped = [
-        [row[0], page.locator("#dropped tbody tr").nth(n).locator("td").nth(1).get_attribute("data-reason")]
-        for n, row in enumerate(_rows(page, "dropped"))
+        [_linked(row.locator("a").first), row.locator("td").nth(1).get_attribute("data-reason")]
+        for row in page.locator("#dropped tbody tr").all()
     ]
     assert dropped == [[d["id"], d["reason"]] for d in plan["dropped"]]
     assert {d["reason"] for d in plan["dropped"]} == {"budget", "item_limit"}
     assert sum(d["reason"] == "budget" for d in plan["dropped"]) == pack["budget"]["dropped_items"]
-    shortened = [link.inner_text() for link in page.locator("#shortened a").all()]
+    shortened = [_linked(link) for link in page.locator("#shortened a").all()]
     assert shortened == [i["id"] for i in pack["items"] if i["shortened"]] and shortened
-    collapsed = [row[:2] for row in _rows(page, "collapsed")]
+    collapsed = [
+        [_linked(link) for link in row.locator("a").all()] for row in page.locator("#collapsed tbody tr").all()
+    ]
     assert collapsed == [[c["id"], c["into"]] for c in plan["collapsed"]]
     assert {"id": ids["departure"], "into": ids["logistics"], "reason": "contained"} in plan["collapsed"]
     accounted = (
         [i["id"] for i in pack["items"]] + [d["id"] for d in plan["dropped"]] + [c["id"] for c in plan["collapsed"]]
     )
     assert len(accounted) == len(set(accounted)) == 4  # the 2 x max_items read, each once; the fifth is not read
+    # Text beside every id: a person reads what each memory says, the id only as a short tag.
+    texts = {v: k for k, v in ids.items()}
+    collapsed_row = page.locator("#collapsed tbody tr").first.inner_text()
+    assert "The aurora trip leaves from Tromsø on 12 February." in collapsed_row
+    assert "Aurora trip logistics." in collapsed_row and ids["logistics"][:8] in collapsed_row
+    for row in page.locator("#dropped tbody tr").all():
+        memory_id = _linked(row.locator("a").first)
+        assert row.locator("a").first.inner_text().split(":")[0].startswith("Aurora trip"), texts[memory_id]
+    page.goto(f"{server.url}/ui/recall?query={query}&max_items=4&max_tokens=1500")
+    page.get_by_role("heading", name="Items and their scores").wait_for()
+    widths = page.locator(".bars .bar").evaluate_all("bars => bars.map(b => parseFloat(b.style.width))")
+    bm25 = page.locator(".bars dt:text-is('bm25_score') + dd .bar").evaluate_all(
+        "bars => bars.map(b => parseFloat(b.style.width))"
+    )
+    assert max(widths) == 100.0 and min(widths) < 100.0 and all(0 <= w <= 100 for w in widths)
+    assert max(bm25) == 100.0 and min(bm25) < 100.0  # BM25 scaled to its best, not always full
+    _shot(page, "05c-recall-text-and-bars")
+    page.goto(f"{server.url}/ui/recall?query={query}&max_items=2&max_tokens=80")
 
     first_dropped = plan["dropped"][0]["id"]
-    page.locator("#dropped").get_by_role("link", name=first_dropped).click()
+    page.locator(f'#dropped a[href="/ui/memories/{first_dropped}"]').click()
     page.get_by_role("heading", name="Versions").wait_for()
     assert first_dropped in page.get_by_role("heading", level=1).inner_text()
     assert outside == []
@@ -345,17 +371,23 @@ def test_the_search_box_finds_by_meaning_within_the_filters(server, browser_page
         "/v1/memories/search", params={"query": query, "path_filter": "home/%", "min_score": 0.0, "limit": 25}
     ).json()["results"]
     assert shown[0] == car == found[0]["id"]
-    assert [i for i in shown if i != archived] == [r["id"] for r in found]  # the agents' ranking, same order
-    assert archived in shown  # any status, as the list shows by default
+    assert shown == [r["id"] for r in found]  # the agents' ranking, same order
+    assert archived not in shown  # active versions only, by default
     assert all(
         m["path"].startswith("home/") for m in api.get("/api/v1/memories").json()["memories"] if m["id"] in shown
     )
     _shot(page, "02b-memories-by-meaning")
 
-    page.get_by_label("Status").select_option("active")
+    headers = page.locator("table.list thead th").all_inner_texts()
+    assert headers[:6] == ["Content", "Type", "Status", "Path", "Occurred", "Created"]
+    car_row = page.locator(f'tbody tr:has(a[href="/ui/memories/{car}"])')
+    occurred = api.get(f"/api/v1/memories/{car}").json()["occurred_at"]
+    assert car_row.locator("td.occurred").inner_text() == occurred[:16].replace("T", " ")
+
+    page.get_by_label("Status").select_option("")  # any status
     page.get_by_role("button", name="Filter").click()
-    page.wait_for_url("**status=active**")
-    assert archived not in page.content() and car in page.content()
+    page.wait_for_url("**status=&**")
+    assert archived in page.content() and car in page.content()
     assert outside == []
 
 

@@ -63,9 +63,11 @@ def test_meaning_mode_ranks_as_search_and_keeps_to_the_filters(app):
         assert _shown(page.text) == [i for i in shown if i in expected]  # still in ranking order
 
     app.client.delete(f"/api/v1/memories/{plain}", headers=alice)  # archived
-    everything = _shown(app.client.get("/ui/", params={"text": query, "mode": "meaning"}).text)
+    everything = _shown(app.client.get("/ui/", params={"text": query, "mode": "meaning", "status": ""}).text)
     active = _shown(app.client.get("/ui/", params={"text": query, "mode": "meaning", "status": "active"}).text)
     assert plain in everything and plain not in active and len(active) == 3
+    # Active versions are the default view; "any" (an empty status) shows the rest.
+    assert _shown(app.client.get("/ui/", params={"text": query, "mode": "meaning"}).text) == active
 
 
 def test_a_metadata_filter_means_the_same_in_both_modes(app):
