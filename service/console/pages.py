@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -21,7 +22,7 @@ from retrieval import (
     ValidationError,
     recall_context,
 )
-from retrieval.domain import ADMIN, READ, SCOPES, WRITE, require
+from retrieval.domain import ADMIN, READ, SCOPES, WRITE, act_for_owner, require
 from retrieval.storage import audit_records
 from retrieval.usecases import (
     MEANING_PAGE,
@@ -111,12 +112,22 @@ def memories_page(request: Request, engine: Engine, principal: Caller) -> Respon
     chosen = {name: params.get(name, "").strip() for name in LIST_FILTERS}
     if "status" not in params:  # active versions by default: superseded ones would outrank them by meaning
         chosen["status"] = MemoryStatus.ACTIVE.value
+    owner = params.get("owner_id", "").strip()
+    viewed = principal
+    if owner:  # an admin looks at another owner's memories (403 otherwise); only their personal ones
+        viewed = replace(principal, owner_id=act_for_owner(principal, owner), team_ids=())
     mode = params.get("mode", "words")
     if mode not in SEARCH_MODES:
         raise ValidationError(f"mode must be one of {', '.join(SEARCH_MODES)}")
     given: dict[str, Any] = {name: value or None for name, value in chosen.items()}
     since, until = _day(params.get("since")), _day(params.get("until"), end=True)
-    kept = {**chosen, "since": params.get("since", ""), "until": params.get("until", ""), "mode": mode}
+    kept = {
+        **chosen,
+        "since": params.get("since", ""),
+        "until": params.get("until", ""),
+        "mode": mode,
+        "owner_id": owner,
+    }
     context: dict[str, Any] = {
         "title": "Memories",
         "filters": kept,
@@ -124,10 +135,11 @@ def memories_page(request: Request, engine: Engine, principal: Caller) -> Respon
         "modes": SEARCH_MODES,
         "page_size": MEANING_PAGE,
         "notice": _notice(params.get("notice")),
+        "switches_owner": ADMIN in principal.scopes,
     }
     if mode == "meaning" and chosen["text"]:
         given.pop("text")
-        matches = search_by_meaning(engine, principal, chosen["text"], {**given, "since": since, "until": until})
+        matches = search_by_meaning(engine, viewed, chosen["text"], {**given, "since": since, "until": until})
         return render(
             request,
             "memories.html",
@@ -138,7 +150,7 @@ def memories_page(request: Request, engine: Engine, principal: Caller) -> Respon
         )
     page = list_memories(
         engine,
-        principal,
+        viewed,
         ListQuery(
             **given,
             since=since,
@@ -388,7 +400,12 @@ def create_key(request: Request, form: Form, principal: Caller) -> Response:
     scopes = tuple(s for s in SCOPES if s in form.getlist("scopes"))
     teams = tuple(t.strip() for t in _text(form, "teams").split(",") if t.strip())
     issued = keys.create(
-        _text(form, "owner"), agent_id=_text(form, "agent"), team_ids=teams, scopes=scopes, by=principal
+        _text(form, "owner"),
+        agent_id=_text(form, "agent"),
+        team_ids=teams,
+        project_id=_text(form, "project") or None,
+        scopes=scopes,
+        by=principal,
     )
     return render(request, "keys.html", title="Keys", keys=keys.list(by=principal), issued=issued)
 

@@ -1,0 +1,68 @@
+"""The console shows text where a person wants it: the sign-in page says where keys come from, an admin
+looks at another owner's memories (a reader cannot), keys carry their project and teams, and links to
+derived memories read as their first lines."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.service.console.test_console import csrf_of, sign_in
+from tests.support import InProcess, in_process
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Iterator[InProcess]:
+    with in_process(tmp_path / "data") as running:
+        yield running
+
+
+def _remember(app, key: str, content: str, path: str = "notes") -> str:  # type: ignore[no-untyped-def]
+    response = app.client.post(
+        "/api/v1/remember", headers={"Authorization": f"Bearer {key}"}, json={"content": content, "path": path}
+    )
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def test_the_sign_in_page_says_where_keys_come_from(app) -> None:  # type: ignore[no-untyped-def]
+    page = app.client.get("/ui/login").text
+    assert "admin.key" in page and "xmemo keys create" in page
+
+
+def test_an_admin_switches_owner_and_a_reader_cannot(app) -> None:  # type: ignore[no-untyped-def]
+    bob = app.keys.create("bob").key
+    secret = _remember(app, bob, "Bob's locker code is 4471.")
+    admin = app.keys.create("ops", scopes=("memory:read", "memory:write", "memory:admin")).key
+    assert sign_in(app.client, admin).status_code == 303
+    own = app.client.get("/ui/")
+    assert 'name="owner_id"' in own.text and secret not in own.text
+    switched = app.client.get("/ui/", params={"owner_id": "bob"})
+    assert switched.status_code == 200 and secret in switched.text and "locker code" in switched.text
+    by_meaning = app.client.get("/ui/", params={"owner_id": "bob", "text": "where is the locker", "mode": "meaning"})
+    assert secret in by_meaning.text
+    app.client.post("/ui/logout", data={"csrf": csrf_of(own.text)})
+    reader = app.keys.create("carol").key
+    assert sign_in(app.client, reader).status_code == 303
+    page = app.client.get("/ui/")
+    assert 'name="owner_id"' not in page.text
+    refused = app.client.get("/ui/", params={"owner_id": "bob"})
+    assert refused.status_code == 403 and secret not in refused.text
+
+
+def test_keys_carry_project_and_teams(app) -> None:  # type: ignore[no-untyped-def]
+    admin = app.keys.create("ops", scopes=("memory:read", "memory:write", "memory:admin")).key
+    assert sign_in(app.client, admin).status_code == 303
+    page = app.client.get("/ui/keys")
+    assert 'name="project"' in page.text
+    made = app.client.post(
+        "/ui/keys",
+        data={"csrf": csrf_of(page.text), "owner": "dana", "agent": "bot", "teams": "core", "project": "memory-os",
+              "scopes": ["memory:read"]},
+    )  # fmt: skip
+    assert made.status_code == 200
+    row = next(k for k in app.keys.list() if k["owner_id"] == "dana")
+    assert row["project_id"] == "memory-os" and row["team_ids"] == ["core"]
+    assert "<td>memory-os</td><td>core</td>" in made.text
