@@ -23,7 +23,7 @@ OPERATIONS: dict[str, tuple[str, str]] = {
     "event_route": ("timeline_event", "Append an episodic event that happened at a time"),
     "reflect_route": ("reflect", "Consolidate and age memories: summarize, promote, expire, decay, archive"),
     "audit_route": ("list_audit", "Audit records of your memories, newest first"),
-    "list_route": ("list_memories", "List memories you may see, newest created first, a page at a time"),
+    "list_route": ("list_memories", "List memories you may see, newest first, a page at a time"),
     "batch_route": ("remember_batch", "Store up to 500 memories in one transaction (all or none)"),
     "get_route": ("get_memory", "Read one memory by id (a fetch counts as a use)"),
     "edit_route": ("edit_memory", "Change a memory at its expected version (a new version)"),
@@ -114,6 +114,7 @@ FIELD_DOCS: dict[str, str] = {
     "time_field": "Which time since and until compare: created_at, updated_at or occurred_at.",
     "text": "Only memories whose content contains this text.",
     "cursor": "The next_cursor of the previous page.",
+    "order": "The time field the list runs by, newest first: created_at (default), occurred_at or updated_at.",
     "hard": "true: forget (remove the content from every store, keep an audit tombstone) instead of archiving.",
     "expected_version": "The version you read: the change is refused (409) if the memory moved on.",
     # reflect

@@ -50,7 +50,8 @@ def json_field(column: Any, key: str, dialect: str) -> Any:
 class Listing:
     """The management list's narrowing beyond visibility (retrieval.manage builds it validated).
 
-    `after` is the (created_at, id) of the last memory of the previous page: newest first, id breaks ties.
+    `order` is the time field the list runs by, newest first, id breaking ties; `after` is the (that
+    time, id) of the last memory of the previous page.
     """
 
     path_prefix: str | None = None
@@ -61,6 +62,7 @@ class Listing:
     until: str | None = None
     after: tuple[str, str] | None = None
     unexpired_at: str | None = None  # only memories not past their expires_at at this time
+    order: str = "created_at"
 
     def clauses(self, dialect: str) -> list[Any]:
         c = memories.c
@@ -80,6 +82,7 @@ class Listing:
         if self.unexpired_at is not None:
             found.append(or_(c.expires_at.is_(None), c.expires_at > self.unexpired_at))
         if self.after is not None:
-            created, last_id = self.after
-            found.append(or_(c.created_at < created, and_(c.created_at == created, c.id < last_id)))
+            at, last_id = self.after
+            ordered = c[self.order]
+            found.append(or_(ordered < at, and_(ordered == at, c.id < last_id)))
         return found

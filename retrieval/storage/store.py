@@ -470,12 +470,12 @@ class MemoryStore:
     # -- management (usecases/manage.py) --------------------------------------------------------
 
     def listing(self, filters: ReadFilters, listing: Listing, limit: int) -> list[Memory]:
-        """Memories the filters admit, narrowed by `listing`, newest created first (then id)."""
+        """Memories the filters admit, narrowed by `listing`, newest first by `listing.order` (then id)."""
         c = memories.c
         statement = (
             select(memories)
             .where(_visibility(filters), *listing.clauses(self.sql_engine.dialect.name))
-            .order_by(c.created_at.desc(), c.id.desc())
+            .order_by(c[listing.order].desc(), c.id.desc())
             .limit(limit)
         )
         with self.sql_engine.connect() as connection:

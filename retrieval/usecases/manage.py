@@ -95,6 +95,7 @@ class ListQuery:
     owner_id: str | None = None
     cursor: str | None = None
     limit: int = 50
+    order: str = "created_at"  # newest first by this time field (TIME_FIELDS); the cursor follows it
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,18 +104,19 @@ class MemoryPage:
     next_cursor: str | None
 
 
-# A cursor is the (created_at, id) of the last memory shown, as `<created_at>~<id>`: any text of this
+# A cursor is the (time, id) of the last memory shown, as `<time>~<id>`, the time being the field the list
+# is ordered by: any text of this
 # shape is a valid cursor (the next page starts after that point), so its schema can say exactly that.
 CURSOR_PATTERN = r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z~[^~]{1,64}$"
 
 
-def _encode_cursor(memory: Memory) -> str:
-    return f"{memory.created_at}~{memory.id}"
+def _encode_cursor(memory: Memory, order: str) -> str:
+    return f"{getattr(memory, order)}~{memory.id}"
 
 
 def _decode_cursor(cursor: str) -> tuple[str, str]:
     if not re.fullmatch(CURSOR_PATTERN, cursor):
-        raise ValidationError("cursor must be <created_at>~<id>, as next_cursor gives it")
+        raise ValidationError("cursor must be <time>~<id>, as next_cursor gives it")
     created, _, memory_id = cursor.partition("~")
     return created, memory_id
 
@@ -162,12 +164,16 @@ def _owner_filters(principal: Principal, query: ListQuery) -> ReadFilters:
 
 
 def list_memories(engine: MemoryEngine, principal: Principal, query: ListQuery) -> MemoryPage:
-    """Memories the principal may see (any status unless `status`), newest created first, a page at a time."""
+    """Memories the principal may see (any status unless `status`), newest first by `order` (created_at
+    unless given), a page at a time."""
     require(principal, READ)
     limit = check_range(query.limit, "limit", 1, MAX_LIST_PAGE)
     if query.time_field not in TIME_FIELDS:
         raise ValidationError(f"time_field must be one of {', '.join(TIME_FIELDS)}")
+    if query.order not in TIME_FIELDS:
+        raise ValidationError(f"order must be one of {', '.join(TIME_FIELDS)}")
     listing = Listing(
+        order=query.order,
         path_prefix=query.path_prefix or None,
         metadata=_metadata_pair(check_no_nul(query.metadata, "metadata")) if query.metadata else None,
         text=check_no_nul(query.text, "text").strip() if query.text and query.text.strip() else None,
@@ -180,7 +186,7 @@ def list_memories(engine: MemoryEngine, principal: Principal, query: ListQuery) 
     )
     found = engine.store.listing(_owner_filters(principal, query), listing, limit + 1)
     page = found[:limit]
-    return MemoryPage(page, _encode_cursor(page[-1]) if len(found) > limit else None)
+    return MemoryPage(page, _encode_cursor(page[-1], query.order) if len(found) > limit else None)
 
 
 # -- history ------------------------------------------------------------------------------------

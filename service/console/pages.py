@@ -6,6 +6,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import replace
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
@@ -127,6 +128,7 @@ def memories_page(request: Request, engine: Engine, principal: Caller) -> Respon
         "until": params.get("until", ""),
         "mode": mode,
         "owner_id": owner,
+        "order": params.get("order", "created_at"),  # checked by list_memories
     }
     context: dict[str, Any] = {
         "title": "Memories",
@@ -157,14 +159,18 @@ def memories_page(request: Request, engine: Engine, principal: Caller) -> Respon
             until=until,
             cursor=params.get("cursor") or None,
             limit=25,
+            order=kept["order"],
         ),
     )
     next_query = {k: v for k, v in kept.items() if v} | ({"cursor": page.next_cursor} if page.next_cursor else {})
+    same = {k: v for k, v in kept.items() if v or k == "status"}  # a sort keeps the filters, from the first page
+    sort_links = {field: urlencode({**same, "order": field}) for field in ("occurred_at", "created_at")}
     return render(
         request,
         "memories.html",
         memories=page.memories,
         scores=None,
+        sort_links=sort_links,
         next_query=next_query if page.next_cursor else None,
         **context,
     )

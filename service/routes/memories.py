@@ -52,6 +52,7 @@ def list_route(
     ] = None,
     text: Annotated[str | None, Query(max_length=512, pattern=NO_NUL, description="content contains this")] = None,
     time_field: Literal["created_at", "updated_at", "occurred_at"] = "created_at",
+    order: Literal["created_at", "updated_at", "occurred_at"] = "created_at",
     since: Timestamp | None = None,
     until: Timestamp | None = None,
     owner_id: Annotated[
@@ -80,6 +81,7 @@ def list_route(
             owner_id=owner_id,
             cursor=cursor,
             limit=limit,
+            order=order,
         ),
     )
     return MemoryPageOut(memories=[MemoryOut.of(m) for m in page.memories], next_cursor=page.next_cursor)

@@ -4,6 +4,7 @@ derived memories read as their first lines."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -66,3 +67,31 @@ def test_keys_carry_project_and_teams(app) -> None:  # type: ignore[no-untyped-d
     row = next(k for k in app.keys.list() if k["owner_id"] == "dana")
     assert row["project_id"] == "memory-os" and row["team_ids"] == ["core"]
     assert "<td>memory-os</td><td>core</td>" in made.text
+
+
+def test_the_memories_list_sorts_by_when_it_happened_or_was_written(app) -> None:  # type: ignore[no-untyped-def]
+    key = app.keys.create("eve").key
+    headers = {"Authorization": f"Bearer {key}"}
+    written = []
+    for day in ("2026-03-01", "2026-01-01", "2026-02-01"):  # written in this order, happened in another
+        body = {"content": f"Something happened on {day}.", "path": "diary", "occurred_at": f"{day}T09:00:00Z"}
+        written.append(app.client.post("/api/v1/remember", headers=headers, json=body).json()["id"])
+    assert sign_in(app.client, key).status_code == 303
+
+    def shown(**params: str) -> list[str]:
+        page = app.client.get("/ui/", params=params)
+        assert page.status_code == 200, page.text
+        return [i for i in re.findall(r'href="/ui/memories/([0-9a-f-]{36})"', page.text) if i in written]
+
+    assert shown() == written[::-1]  # newest written first
+    by_occurrence = shown(order="occurred_at")
+    assert by_occurrence == [written[0], written[2], written[1]]  # March, February, January
+    page = app.client.get("/ui/")
+    assert "order=occurred_at" in page.text and 'aria-sort="descending"' in page.text
+    assert app.client.get("/ui/", params={"order": "importance"}).status_code == 422
+    # The API pages by the same order: two pages of one, then the last.
+    first = app.client.get("/api/v1/memories", headers=headers, params={"order": "occurred_at", "limit": 2}).json()
+    rest = app.client.get(
+        "/api/v1/memories", headers=headers, params={"order": "occurred_at", "limit": 2, "cursor": first["next_cursor"]}
+    ).json()
+    assert [m["id"] for m in first["memories"] + rest["memories"]] == by_occurrence and rest["next_cursor"] is None
