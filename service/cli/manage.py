@@ -223,9 +223,14 @@ def forget_owner_command(ctx: click.Context, yes: bool, owner: str) -> None:
     """Forget every memory an owner wrote ("forget me")."""
     if not yes:
         click.confirm(f"Forget every memory of {owner} for good?", abort=True)
-    with open_engine(ctx) as engine:
-        done = forget_owner(engine, Principal.local("admin"), owner)
-    click.echo(f"forgot {len(done.memory_ids)} memories of {owner}")
+    remote = remote_of(settings_of(ctx))
+    if remote is not None:
+        with remote.client("admin") as client:
+            forgotten = client.forget_owner(owner)["forgotten"]
+    else:
+        with open_engine(ctx) as engine:
+            forgotten = forget_owner(engine, Principal.local("admin"), owner).memory_ids
+    click.echo(f"forgot {len(forgotten)} memories of {owner}")
 
 
 @memories_group.command("batch")
@@ -236,12 +241,17 @@ def forget_owner_command(ctx: click.Context, yes: bool, owner: str) -> None:
 def batch_command(ctx: click.Context, owner: str, as_json: bool, file: Path) -> None:
     """Write up to 500 memories (one JSON object a line) in one transaction: all or none."""
     items = [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
-    with open_engine(ctx) as engine:
-        results = remember_batch(engine, Principal.local(owner), items)
+    remote = remote_of(settings_of(ctx))
+    if remote is not None:
+        with remote.client(owner) as client:
+            results = [written.raw for written in client.remember_batch(items)]
+    else:
+        with open_engine(ctx) as engine:
+            results = [r.to_dict() for r in remember_batch(engine, Principal.local(owner), items)]
     if as_json:
-        emit({"results": [r.to_dict() for r in results]})
+        emit({"results": results})
     else:
         click.echo(
-            f"{sum(r.outcome == 'created' for r in results)} created, "
-            f"{sum(r.outcome == 'unchanged' for r in results)} unchanged"
+            f"{sum(r['outcome'] == 'created' for r in results)} created, "
+            f"{sum(r['outcome'] == 'unchanged' for r in results)} unchanged"
         )

@@ -124,6 +124,10 @@ def forget(memory_id: str, expected_version: int | None = None) -> Call:
     return Call("DELETE", f"/api/v1/memories/{_id(memory_id)}", _same, params=params)
 
 
+def forget_owner(owner_id: str) -> Call:
+    return Call("DELETE", f"/api/v1/owners/{_id(owner_id)}/memories", _same)
+
+
 def audit(fields: Mapping[str, Any]) -> Call:
     return Call("GET", "/api/v1/audit", _same, params=fields_of(fields))
 

@@ -156,6 +156,11 @@ class XmemoClient:
         result: dict[str, Any] = self._send(calls.forget(memory_id, expected_version))
         return result
 
+    def forget_owner(self, owner_id: str) -> dict[str, Any]:
+        """Forget every memory of an owner ("forget me"; a memory:admin key)."""
+        result: dict[str, Any] = self._send(calls.forget_owner(owner_id))
+        return result
+
     def reflect(self, **fields: Unpack[ReflectFields]) -> ReflectReport:
         """Consolidate and age memories; `dry_run=True` plans and writes nothing."""
         result: ReflectReport = self._send(calls.reflect(fields))
@@ -256,6 +261,10 @@ class AsyncXmemoClient:
 
     async def forget(self, memory_id: str, expected_version: int | None = None) -> dict[str, Any]:
         result: dict[str, Any] = await self._send(calls.forget(memory_id, expected_version))
+        return result
+
+    async def forget_owner(self, owner_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = await self._send(calls.forget_owner(owner_id))
         return result
 
     async def reflect(self, **fields: Unpack[ReflectFields]) -> ReflectReport:

@@ -121,10 +121,18 @@ def test_the_management_verbs_beside_a_running_server(run, tmp_path: Path) -> No
     local_history = run("memories", "history", "--owner", "cy", memory_id)
     assert json.loads(local_history.stdout) == json.loads(remote_history.stdout)
     assert [v["action"] for v in json.loads(local_history.stdout)["versions"]][-1] == "restore"
+    batch = tmp_path / "batch.jsonl"
+    batch.write_text("".join(json.dumps({"content": f"batch note {i}", "path": "b"}) + "\n" for i in range(3)))
     server = RunningServer(data)
     try:
         forgotten = run("memories", "forget", "--owner", "cy", "--yes", memory_id)
         assert forgotten.exit_code == 0 and forgotten.stdout.startswith("forgot 1 memory; audit "), forgotten.output
+        written = run("memories", "batch", "--owner", "dee", str(batch))
+        assert written.exit_code == 0 and written.stdout.strip() == "3 created, 0 unchanged", written.output
+        again = run("memories", "batch", "--owner", "dee", "--json", str(batch))
+        assert [r["outcome"] for r in json.loads(again.stdout)["results"]] == ["unchanged"] * 3
+        gone = run("memories", "forget-owner", "--yes", "dee")
+        assert gone.exit_code == 0 and gone.stdout.strip() == "forgot 3 memories of dee", gone.output
     finally:
         server.stop()
     listed = run("memories", "list", "--owner", "cy")
