@@ -40,15 +40,16 @@ FIELD_DOCS: dict[str, str] = {
     "content": "The memory's text: what recall matches and packs. Not blank, no NUL, at most 64 KiB.",
     "path": "Where the memory is filed, like a folder (projects/payments/bugs); filters and summaries use it.",
     "memory_type": "episodic (what happened), semantic (a durable fact), procedural (how to), identity (who "
-    "someone is), working (current state), or auto: chosen from the text.",
+    "someone is), working (current state), or auto: semantic when a semantic_key is given, else episodic.",
     "type": "The memory's type: episodic, semantic, procedural, identity or working.",
     "bucket": "A partition of the owner's memories (default personal); reads may name one to look only there.",
     "scope": "A finer partition inside a bucket (default empty); keys are unique within owner, team, bucket and scope.",
-    "team_id": "The team the memory belongs to (visible to its members); one of the key's teams, else 403. "
-    "Empty: personal to the owner.",
+    "team_id": "One of the key's teams, else 403. On a write: the team the memory belongs to (visible to its "
+    "members); empty: personal to the owner. On a read: only that team's memories; empty: your personal "
+    "memories and your teams' (reflect: personal only).",
     "source": "Who or what wrote it (free text, e.g. the agent or tool).",
     "importance": "0 to 1 (default 0.5): nudges ranking by at most 10 %, and decay lowers it over time.",
-    "confidence": "0 to 1 (default 0.5): how sure the writer is.",
+    "confidence": "0 to 1 (default 0.5): how sure the writer is; at 0.9 or more reflect never decays or archives it.",
     "expires_at": "ISO 8601 with a zone: after it the memory is never recalled, searched or listed as active.",
     "occurred_at": "When it happened, ISO 8601 with a zone (default now; at most a day ahead): packs show it "
     "and dates in questions match it.",
@@ -68,7 +69,8 @@ FIELD_DOCS: dict[str, str] = {
     "version": "The memory's version, 1 for a new one; every change makes the next.",
     "created_at": "When the memory was written (UTC).",
     "updated_at": "When the memory last changed (UTC).",
-    "last_accessed_at": "When it was last fetched by id (a use), or null.",
+    "last_accessed_at": "When it last appeared in a result (a pack, a search, a fetch), or null; idleness "
+    "for decay and archive counts from it.",
     "access_count": "How many times it was fetched by id (packs and searches do not count).",
     "derived_from": "The ids of the memories this one was made from (a reflect summary or promotion).",
     "deduplicated": "Whether the write matched an existing memory (an unchanged key, or dedupe).",
@@ -79,7 +81,7 @@ FIELD_DOCS: dict[str, str] = {
     "memory_ids": "The ids of the memories concerned.",
     "audit_record_ids": "The audit records the request wrote.",
     # reads
-    "query": "The question or task to recall for (not blank, at most 4,096 characters).",
+    "query": "The question or task to recall for (not blank, at most 8,192 characters).",
     "max_items": "At most this many memories in the pack (1 to 50, default 8).",
     "max_tokens": "At most this many cl100k tokens in the whole context text (1 to 12,000, default 1,500).",
     "as_of": 'When the question is asked, ISO 8601 with a zone (default now): "last Saturday" resolves '
@@ -135,15 +137,15 @@ FIELD_DOCS: dict[str, str] = {
     "promotions": "The durable facts the pass promoted (or would promote).",
     "lifecycle": "Expiries, decays and archives.",
     "filters": "The filters the pass ran with.",
-    "index_points": "Points the index gained and lost.",
-    "into": "The memory made from these.",
-    "reason": "Why.",
+    "index_points": "How many points the vector index holds.",
+    "into": "The packed memory a restatement was collapsed into (its words are there).",
+    "reason": "Why, in a word: a collapse's or a drop's cause, or what a reflect change rests on.",
     # audit and history
-    "action": "What was done: remember, edit, archive, restore, forget, summarize, promote, expire, decay, ...",
+    "action": "What was done: create, edit, archive, restore, forget, or reflect's summarize, promote, expire, decay.",
     "actor": "Who did it: the key's owner and agent, or the operator.",
     "at": "When (UTC).",
-    "before": "The fields before the change.",
-    "after": "The fields after the change.",
+    "before": "The changed fields before the change, by memory id.",
+    "after": "The changed fields after the change, by memory id.",
     "changes": "The fields the change set.",
     "audit_id": "The audit record of this version.",
     "memory": "The memory.",
