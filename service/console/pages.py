@@ -39,7 +39,7 @@ from retrieval.usecases import (
 
 from ..routes.deps import Caller, Engine, context_of
 from .eval_reports import CHART, find_reports, read_report
-from .rendering import checked_form, render, session_of
+from .rendering import checked_form, first_line, render, session_of
 
 __all__ = ["router"]
 
@@ -81,18 +81,11 @@ def _text(form: FormData, name: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
-SNIPPET_CHARS = 80
-
-
 def _snippets(engine: MemoryEngine, ids: Iterable[str]) -> dict[str, str]:
-    """The first line of each memory's text (at most SNIPPET_CHARS), read in one batch, to show beside its
+    """The first line of each memory's text (rendering.first_line), read in one batch, to show beside its
     id; the ids come from the caller's own pack or audit records. A forgotten memory has none."""
     found = engine.store.get_many(list(dict.fromkeys(ids)))
-    snippets = {}
-    for memory_id, memory in found.items():
-        line = memory.content.strip().splitlines()[0] if memory.content.strip() else ""
-        snippets[memory_id] = line if len(line) <= SNIPPET_CHARS else line[: SNIPPET_CHARS - 1] + "…"
-    return snippets
+    return {memory_id: first_line(memory.content) for memory_id, memory in found.items()}
 
 
 def _scales(components: dict[str, dict[str, Any]]) -> dict[str, float]:

@@ -16,13 +16,34 @@ from retrieval.domain import ADMIN, READ
 
 from .sessions import Session
 
-__all__ = ["FORM_FIELDS", "STATIC_DIR", "checked_form", "render", "render_error_page", "session_of", "templates"]
+__all__ = [
+    "FORM_FIELDS",
+    "STATIC_DIR",
+    "checked_form",
+    "first_line",
+    "render",
+    "render_error_page",
+    "session_of",
+    "templates",
+]
 
 HERE = Path(__file__).parent
 # A console form has a few fields, or two per proposal of a reflect plan (at most 5,000); no form takes a file.
 FORM_FIELDS = 12_000
 STATIC_DIR = HERE / "static"
 templates = Jinja2Templates(directory=str(HERE / "templates"))
+# A memory beside its id is shown by its first line, at most this long.
+SNIPPET_CHARS = 80
+
+
+def first_line(content: str) -> str:
+    """The first line of a memory's text, cut to SNIPPET_CHARS (an ellipsis when cut)."""
+    lines = content.strip().splitlines()
+    line = lines[0] if lines else ""
+    return line if len(line) <= SNIPPET_CHARS else line[: SNIPPET_CHARS - 1] + "…"
+
+
+templates.env.filters["first_line"] = first_line
 
 # The pages of the navigation, each with the scope that makes it worth offering.
 NAVIGATION = (
