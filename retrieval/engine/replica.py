@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import secrets
 import threading
 import time
@@ -33,7 +32,7 @@ import numpy as np
 
 from ..domain import Memory, XMemoError
 from ..index import VectorIndex
-from ..storage import MemoryStore
+from ..storage import MemoryStore, replace_private
 
 __all__ = [
     "MARK_LIFETIME_SECONDS",
@@ -108,9 +107,7 @@ def _replica_id(path: Path) -> str:
     if len(kept) == 16 and all(ch in "0123456789abcdef" for ch in kept):
         return kept
     made = secrets.token_hex(8)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(made)
-    os.replace(partial, path)
+    replace_private(path, made)
     return made
 
 
@@ -151,9 +148,7 @@ class ChangeFollower:
         return int(saved["seq"])
 
     def save_mark(self) -> None:
-        partial = self.mark_path.with_name(self.mark_path.name + ".partial")
-        partial.write_text(json.dumps({"store_id": self.store_id, "seq": self.seq}))
-        os.replace(partial, self.mark_path)
+        replace_private(self.mark_path, json.dumps({"store_id": self.store_id, "seq": self.seq}))
 
     def forget_mark(self) -> None:
         """The index was rebuilt or replaced: the next catch-up starts from the whole record."""

@@ -4,7 +4,16 @@ audit log, backups, copying a store, the data dir on disk, and the one mapping o
 from .audit_log import AuditRecord, actor_of, audit_change, audit_records, scrub_audit, tombstone
 from .backup import content_id, line_owner
 from .columns import RECORD_FIELDS, STORE_ONLY, memory_columns, memory_from_row, memory_from_values, memory_to_row
-from .data_dir import PRIVATE_DIR, PRIVATE_FILE, FreeSpace, lock_data_dir, private_file, private_umask, secure_data_dir
+from .data_dir import (
+    PRIVATE_DIR,
+    PRIVATE_FILE,
+    FreeSpace,
+    lock_data_dir,
+    private_file,
+    private_umask,
+    replace_private,
+    secure_data_dir,
+)
 from .database import engine_url, open_engine
 from .faults import FaultTable, install_sql_mapping, map_edge_faults, map_server_faults, map_sql_faults
 from .listing import Listing, json_field
@@ -76,6 +85,7 @@ __all__ = [
     "private_umask",
     "read_memory",
     "read_versions",
+    "replace_private",
     "schema_migrations",
     "scrub_audit",
     "secure_data_dir",

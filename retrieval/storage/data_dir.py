@@ -28,6 +28,7 @@ __all__ = [
     "lock_data_dir",
     "private_file",
     "private_umask",
+    "replace_private",
     "secure_data_dir",
 ]
 
@@ -68,6 +69,17 @@ def private_file(path: Path) -> Path:
     except OSError as error:
         raise StoreError(f"cannot make {path} private: {error}") from error
     return path
+
+
+def replace_private(path: Path, text: str) -> None:
+    """Write `text` to `path` whole or not at all (a 0600 partial file beside it, then renamed over it):
+    a reader, or a crash, never sees half of it."""
+    partial = path.with_name(path.name + ".partial")
+    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        os.fchmod(handle.fileno(), PRIVATE_FILE)  # an older partial keeps its mode through O_CREAT
+        handle.write(text)
+    os.replace(partial, path)
 
 
 def lock_data_dir(data_dir: Path) -> IO[str]:

@@ -30,7 +30,7 @@ from retrieval import (
     ValidationError,
     XMemoError,
 )
-from retrieval.storage import PRIVATE_FILE
+from retrieval.storage import replace_private
 
 from ..client import XmemoClient, XmemoClientError
 from ..client.errors import error_for
@@ -135,11 +135,7 @@ def announce(data_dir: Path, host: str, port: int) -> Iterator[tuple[str, Callab
     reach = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
     url = f"http://[{reach}]:{port}" if ":" in reach else f"http://{reach}:{port}"
     path = data_dir / SERVER_FILE
-    partial = path.with_name(path.name + ".partial")
-    descriptor = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, PRIVATE_FILE)
-    with os.fdopen(descriptor, "w") as handle:
-        json.dump({"url": url, "pid": os.getpid(), "token": token}, handle)
-    os.replace(partial, path)
+    replace_private(path, json.dumps({"url": url, "pid": os.getpid(), "token": token}))
 
     def withdraw() -> None:
         path.unlink(missing_ok=True)
