@@ -22,10 +22,12 @@ def free_port() -> int:
 
 
 def start_server(
-    data_dir: Path, env: Mapping[str, str] | None = None, options: Sequence[str] = ()
+    data_dir: Path, env: Mapping[str, str] | None = None, options: Sequence[str] = (), log: Path | None = None
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """Launch `xmemo [options] --data-dir DIR serve` on a free loopback port; returns it and its URL."""
+    """Launch `xmemo [options] --data-dir DIR serve` on a free loopback port; returns it and its URL.
+    Its log (stderr) goes to `log`, appended, when given."""
     port = free_port()
+    stderr = log.open("ab") if log is not None else subprocess.DEVNULL
     process = subprocess.Popen(
         [
             sys.executable,
@@ -39,9 +41,11 @@ def start_server(
             str(port),
         ],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=stderr,
         env=dict(env) if env is not None else None,
     )
+    if not isinstance(stderr, int):
+        stderr.close()  # the child holds its own copy
     return process, f"http://127.0.0.1:{port}"
 
 

@@ -70,6 +70,8 @@ class Runtime:
             else:
                 settings = self.settings.retrieval
                 self._engine = await to_thread.run_sync(lambda: MemoryEngine(settings, embedder=self._embedder))
+            if self.settings.index_upkeep:
+                self._engine.start_upkeep()
             tasks = [asyncio.create_task(self._warm_up())]
             if self.settings.reflect_interval_seconds > 0:
                 tasks.append(asyncio.create_task(run_periodically(self.engine, self.settings)))

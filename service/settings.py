@@ -24,6 +24,8 @@ class ServiceSettings(BaseSettings):
     # it answer only `Authorization: Bearer <token>`, as Prometheus' `authorization` block sends.
     metrics_token: str | None = Field(default=None, min_length=16, description="bearer token for /metrics")
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
+    # Rebuild the embedded index in another process as `remember` grows it (retrieval/engine/upkeep.py).
+    index_upkeep: bool = True
     reflect: ReflectSettings = Field(default_factory=ReflectSettings)
     # The optional background maintenance pass: off unless an interval is set; a dry run (logged
     # report only) unless reflect_apply is true. It covers each owner's personal memories.

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import secrets
-import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
@@ -27,19 +26,16 @@ from ..domain import (
     Phases,
     RetrievalSettings,
     StorageFullError,
-    bm25_text,
-    embed_digest,
-    embedding_text,
-    memory_digest,
-    unit_texts,
     utc_now,
 )
 from ..encoding import CachedEmbedder, Embedder, EmbeddingCache, SparseEncoder, open_embedder
-from ..index import IndexFilter, VectorIndex, open_index, point_for
+from ..index import EdgeIndex, IndexFilter, VectorIndex, open_index, remove_shards, shards_exist
 from ..ranking import TokenCounter, query_window, token_counter
-from ..storage import MODEL_KEYS, FreeSpace, MemoryStore, UnitOfWork, lock_data_dir, map_sql_faults, secure_data_dir
+from ..storage import MODEL_KEYS, FreeSpace, MemoryStore, UnitOfWork, lock_data_dir, secure_data_dir
+from .feed import IndexFeed
 from .read_tracking import ReadTracker
 from .replica import ChangeFollower, HeldVersions
+from .upkeep import IndexUpkeep
 
 __all__ = ["INDEX_BATCH", "LAYOUT_KEY", "MemoryEngine", "index_layout"]
 
@@ -104,7 +100,9 @@ class MemoryEngine:
         self.follows = self.store.is_postgresql and not settings.qdrant_url
         self.held = HeldVersions()
         self.follower: ChangeFollower | None = None
+        self.upkeep: IndexUpkeep | None = None
         self.sparse = SparseEncoder()
+        self.feed = IndexFeed(settings, self.embedder, self.sparse, self.space)
         self.tokens: TokenCounter = token_counter()
         self.write_lock = threading.RLock()
         self.read_tracker = ReadTracker(self.store, clock)
@@ -146,7 +144,7 @@ class MemoryEngine:
         dimension = int(stored.get("embedding_dimension") or self.embedder.dimension)
         layout = index_layout(self.settings)
         if not allow_model_change and not self.settings.qdrant_url and self._edge_layout() != layout:
-            if self.settings.edge_path.exists():
+            if shards_exist(self.settings.edge_path):
                 log.info("the embedded index was built with another layout; rebuilding it from the system of record")
             fresh = self._fresh_edge_index(dimension)
             self._layout_file.write_text(layout + "\n", encoding="utf-8")
@@ -190,7 +188,7 @@ class MemoryEngine:
 
     def _edge_layout(self) -> str | None:
         """The layout the embedded index was built with; None when there is no index or it predates the file."""
-        if not self.settings.edge_path.exists():
+        if not shards_exist(self.settings.edge_path):
             return None
         try:
             return self._layout_file.read_text(encoding="utf-8").strip()
@@ -214,7 +212,7 @@ class MemoryEngine:
 
     def _fresh_edge_index(self, dimension: int) -> VectorIndex:
         """An empty embedded index in place of the old one; `repair` then fills it from SQL."""
-        _remove_tree(self.settings.edge_path)
+        remove_shards(self.settings.edge_path)
         if self.follows:
             (self.settings.data_dir / "follow.json").unlink(missing_ok=True)
         else:
@@ -250,6 +248,8 @@ class MemoryEngine:
         if self._closed:
             return
         self._closed = True
+        if self.upkeep is not None:
+            self.upkeep.stop()
         if self.follower is not None:
             self.follower.stop()
         self.read_tracker.close()
@@ -257,6 +257,22 @@ class MemoryEngine:
         self.embedder.cache.close()
         self.store.close()
         self._lock_file.close()
+
+    def start_upkeep(self) -> None:
+        """Keep the embedded index fast as it grows, for a process that serves for long (engine/upkeep.py).
+        A Qdrant server optimizes its own collections."""
+        if self.upkeep is None and isinstance(self.index, EdgeIndex):
+            self.upkeep = IndexUpkeep(lambda: self.index, self.settings, self.embedder.name)
+            self.upkeep.start()
+
+    def after_forget(self) -> None:
+        """Deleted points are out of every search already; get their vectors off the disk too: the
+        upkeep's next generation leaves them behind, or, in a process without upkeep, `optimize` now."""
+        if self.upkeep is not None and self.upkeep.running:
+            self.upkeep.after_forget()
+            return
+        self.index.flush()
+        self.index.optimize()
 
     def __enter__(self) -> MemoryEngine:
         return self
@@ -292,44 +308,15 @@ class MemoryEngine:
     # -- keeping the index in step ------------------------------------------------------------
 
     def vectors_for(self, memories: Sequence[Memory]) -> np.ndarray:
-        """Dense vectors of these memories from their tenants' cache entries (domain/texts.py: a team
-        memory's team, else its owner), encoding the rest."""
-        self.space.check()
-        texts = [embedding_text(m) for m in memories]
-        with map_sql_faults("the embedding cache failed"):
-            return self.embedder.embed_with_digests(texts, [embed_digest(m) for m in memories])
-
-    def units_for(self, memories: Sequence[Memory]) -> list[np.ndarray | None]:
-        """The vectors of each memory's dense units (domain/texts.py unit_texts), from the cache or
-        encoded; None for a memory matched by its whole text alone."""
-        if self.settings.dense_units == "whole":
-            return [None] * len(memories)
-        pairs = self.settings.dense_units == "sentences+pairs"
-        per_memory = [unit_texts(m, pairs) for m in memories]
-        texts = [text for units in per_memory for text in units]
-        if not texts:
-            return [None] * len(memories)
-        digests = [memory_digest(m, text) for m, units in zip(memories, per_memory, strict=True) for text in units]
-        with map_sql_faults("the embedding cache failed"):
-            vectors = self.embedder.embed_with_digests(texts, digests)
-        found: list[np.ndarray | None] = []
-        start = 0
-        for units in per_memory:
-            found.append(vectors[start : start + len(units)] if units else None)
-            start += len(units)
-        return found
+        """Dense vectors of these memories, from the cache or encoded (engine/feed.py)."""
+        return self.feed.vectors_for(memories)
 
     def sync(self, memories: Sequence[Memory], vectors: np.ndarray | None = None) -> None:
         """Write these records' current versions to the index, then record that it holds them
         (INDEX_BATCH at a time)."""
         for start in range(0, len(memories), INDEX_BATCH):
             batch = memories[start : start + INDEX_BATCH]
-            dense = vectors[start : start + INDEX_BATCH] if vectors is not None else self.vectors_for(batch)
-            units = self.units_for(batch)
-            points = [
-                point_for(m, dense[i], self.sparse.document(bm25_text(m), m.semantic_key), units[i])
-                for i, m in enumerate(batch)
-            ]
+            points = self.feed.points(batch, vectors[start : start + INDEX_BATCH] if vectors is not None else None)
             self.space.check()
             self.index.upsert(points)
             self.held.record(batch)
@@ -402,7 +389,7 @@ class MemoryEngine:
             else:  # a damaged shard may fail to close; it is thrown away anyway
                 with contextlib.suppress(IndexUnavailableError):
                     self.index.close()
-                _remove_tree(self.settings.edge_path)
+                remove_shards(self.settings.edge_path)
             self.index = open_index(self.settings, dimension)
             self.index.reset()
             mark = self.store.last_change() if self.follows else 0
@@ -417,7 +404,3 @@ class MemoryEngine:
                 self.follower.seq = mark
                 self.follower.checkpoint()
             return total
-
-
-def _remove_tree(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)

@@ -18,7 +18,7 @@ from .base import (
     payload_for,
     point_for,
 )
-from .edge import EdgeIndex
+from .edge import EdgeIndex, remove_shards, shards_exist
 from .factory import open_index
 
 if TYPE_CHECKING:
@@ -38,6 +38,8 @@ __all__ = [
     "open_index",
     "payload_for",
     "point_for",
+    "remove_shards",
+    "shards_exist",
 ]
 
 

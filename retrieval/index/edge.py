@@ -1,10 +1,18 @@
-"""The embedded backend: Qdrant Edge, Qdrant's engine in-process, on disk in the data dir."""
+"""The embedded backend: Qdrant Edge, Qdrant's engine in-process, on disk in the data dir.
+
+A shard lives in a directory of its own, a *generation*: `index` (the first), `index.2`, `index.3`,
+... beside it, and `index.current` names the one in use (none: `index`). Edge builds its HNSW graph
+only when asked to `optimize`, and holds the GIL the whole time (13 s at 30,000 points), so a long-running
+server never optimizes the shard it serves: engine/upkeep.py builds the next generation from the
+system of record in another process while this one keeps serving, journals every write made
+meanwhile (`begin_rebuild`), and `install` replays them into the new shard and swaps it in.
+"""
 
 from __future__ import annotations
 
 import shutil
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +21,71 @@ import qdrant_edge as qe
 
 from ..domain import IndexUnavailableError
 from ..encoding import SparseVector
-from ..storage import map_edge_faults
+from ..storage import map_edge_faults, replace_private
 from .base import DENSE, KEYWORD_FIELDS, RANKING_FIELDS, SPARSE, IndexFilter, IndexHit, IndexPoint, hit_from
 
-__all__ = ["EdgeIndex"]
+__all__ = ["EdgeIndex", "remove_shards", "shards_exist"]
+
+# A rebuild that has to replay more writes than this gives up: its shard is too far behind to be worth it.
+JOURNAL_LIMIT = 100_000
+INDEX_EVERY_SEGMENT_KB = 1  # 0 would turn indexing off
+
+
+def _pointer(home: Path) -> Path:
+    return home.with_name(home.name + ".current")
+
+
+def _generations(home: Path) -> list[Path]:
+    """Every generation directory of the shard at `home`, the first (`home` itself) included."""
+    found = [home] if home.exists() else []
+    for path in home.parent.glob(home.name + ".*"):
+        suffix = path.name[len(home.name) + 1 :]
+        if suffix.isdigit() and path.is_dir():
+            found.append(path)
+    return sorted(found, key=lambda p: int(p.name[len(home.name) + 1 :] or 0) if p != home else 0)
+
+
+def _current(home: Path) -> Path:
+    try:
+        name = _pointer(home).read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        return home
+    generation = name[len(home.name) + 1 :] if name.startswith(home.name + ".") else ""
+    if not generation.isdigit():  # only a generation of this shard, never another path
+        return home
+    chosen = home.with_name(name)
+    return chosen if chosen.is_dir() else home
+
+
+def shards_exist(home: Path) -> bool:
+    return bool(_generations(home))
+
+
+def remove_shards(home: Path) -> None:
+    """Delete every generation of the shard at `home` and the pointer to the current one."""
+    for path in _generations(home):
+        shutil.rmtree(path, ignore_errors=True)
+    _pointer(home).unlink(missing_ok=True)
+
+
+class _Live:
+    """The shard requests read from. Readers take a reference first (`live = self._live`), so a shard
+    that `install` replaced stays open until the last reader lets go; then it closes and its
+    directory is handed to `on_retired` for deletion."""
+
+    __slots__ = ("on_retired", "path", "shard")
+
+    def __init__(self, shard: qe.EdgeShard, path: Path) -> None:
+        self.shard = shard
+        self.path = path
+        self.on_retired: Callable[[Path], None] | None = None
+
+    def __del__(self) -> None:
+        if self.on_retired is not None:
+            try:
+                self.shard.close()
+            finally:
+                self.on_retired(self.path)
 
 
 def _one_of(key: str, values: Sequence[str]) -> qe.FieldCondition:
@@ -42,12 +111,32 @@ class EdgeIndex:
     backend = "edge"
 
     def __init__(self, path: Path, dimension: int, search_threads: int = 1) -> None:
-        self.path = path
+        self.home = path
         self.dimension = dimension
         self.search_threads = search_threads  # Edge keeps it in the shard's config: given on every load
         self._lock = threading.RLock()
         self._closed = False
-        self._shard = self._open()
+        self._journal: list[tuple[str, qe.UpdateOperation]] | None = None
+        self._retired: list[Path] = []
+        self.writes_since_build = 0
+        current = _current(path)
+        self._live = _Live(self._open(current), current)
+        self._remove_stale_generations()
+        self.writes_since_build = self._unindexed_estimate()
+
+    @property
+    def path(self) -> Path:
+        """The directory of the generation in use."""
+        return self._live.path
+
+    @property
+    def rebuilding(self) -> bool:
+        """Whether writes are being journaled for a rebuild (`begin_rebuild` until `install`)."""
+        return self._journal is not None
+
+    @property
+    def _shard(self) -> qe.EdgeShard:
+        return self._live.shard
 
     def _config(self) -> qe.EdgeConfig:
         return qe.EdgeConfig(
@@ -59,14 +148,18 @@ class EdgeIndex:
                 )
             },
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            # `optimize` gives every segment a graph, however small (Edge's default leaves segments
+            # under 10 MB of vectors without one): after a rebuild no point is left to scan, so the
+            # count of points without a graph says how many writes came since (`writes_since_build`).
+            optimizers=qe.EdgeOptimizersConfig(indexing_threshold=INDEX_EVERY_SEGMENT_KB),
             max_search_threads=self.search_threads,
         )
 
-    def _open(self) -> qe.EdgeShard:
-        with map_edge_faults(f"cannot open the Qdrant Edge shard at {self.path}"):
-            if self.path.exists() and any(self.path.iterdir()):
-                return qe.EdgeShard.load(str(self.path), self._config())
-            shard = qe.EdgeShard.create(str(self.path), self._config())
+    def _open(self, path: Path) -> qe.EdgeShard:
+        with map_edge_faults(f"cannot open the Qdrant Edge shard at {path}"):
+            if path.exists() and any(path.iterdir()):
+                return qe.EdgeShard.load(str(path), self._config())
+            shard = qe.EdgeShard.create(str(path), self._config())
             for key in KEYWORD_FIELDS:
                 shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
             return shard
@@ -122,18 +215,26 @@ class EdgeIndex:
             )
             for p in points
         ]
-        with self._lock, map_edge_faults():
-            self._shard.update(qe.UpdateOperation.upsert_points(edge_points))
+        self._write("upsert", qe.UpdateOperation.upsert_points(edge_points), len(edge_points))
 
     def set_payloads(self, payloads: Sequence[tuple[str, dict[str, Any]]]) -> None:
-        with self._lock, map_edge_faults():
-            for point_id, payload in payloads:
-                self._shard.update(qe.UpdateOperation.set_payload([point_id], payload))
+        for point_id, payload in payloads:
+            self._write("set_payload", qe.UpdateOperation.set_payload([point_id], payload), 0)
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
-            with self._lock, map_edge_faults():
-                self._shard.update(qe.UpdateOperation.delete_points(list(ids)))
+            self._write("delete", qe.UpdateOperation.delete_points(list(ids)), len(ids))
+
+    def _write(self, kind: str, operation: qe.UpdateOperation, points: int) -> None:
+        """Apply one operation to the shard in use, and journal it while a rebuild runs (in the same
+        order, under the same lock: `install` replays exactly what this shard received)."""
+        with self._lock, map_edge_faults():
+            self._shard.update(operation)
+            self.writes_since_build += points
+            if self._journal is not None:
+                self._journal.append((kind, operation))
+                if len(self._journal) > JOURNAL_LIMIT:
+                    self._journal = None  # the rebuild is abandoned: `install` refuses it
 
     def search(
         self,
@@ -166,8 +267,9 @@ class EdgeIndex:
             )
         if not requests:
             return [], []
+        live = self._live  # a rebuild may install another shard meanwhile: this one stays open for the read
         with map_edge_faults():
-            results = self._shard.query_batch(qe.QueryBatchRequest(requests))
+            results = live.shard.query_batch(qe.QueryBatchRequest(requests))
         hits = [[hit_from(str(p.id), p.score, p.payload) for p in result] for result in results]
         dense_hits = hits.pop(0) if dense is not None and dense_limit > 0 else []
         sparse_hits = hits.pop(0) if hits else []
@@ -181,22 +283,25 @@ class EdgeIndex:
             query=qe.Query.Nearest([dense.tolist()], using=DENSE),
             filter=qe.Filter(must=[qe.HasIdCondition(set(ids))]),
         )
+        live = self._live
         with map_edge_faults():
-            points = self._shard.query(request)
+            points = live.shard.query(request)
         return {str(p.id): float(p.score) for p in points}
 
     def dense_vectors(self, ids: Sequence[str]) -> dict[str, np.ndarray]:
         if not ids:
             return {}
+        live = self._live
         with map_edge_faults():
-            records = self._shard.retrieve(list(ids), with_payload=False, with_vector=[DENSE])
+            records = live.shard.retrieve(list(ids), with_payload=False, with_vector=[DENSE])
         return {str(r.id): np.asarray(r.vector[DENSE][0], dtype=np.float32) for r in records}  # type: ignore[call-overload, index]
 
     def iter_ids(self) -> Iterator[str]:
+        live = self._live
         offset = None
         while True:
             with map_edge_faults():
-                records, offset = self._shard.scroll(
+                records, offset = live.shard.scroll(
                     qe.ScrollRequest(offset=offset, limit=1000, with_payload=False, with_vector=False)
                 )
             for record in records:
@@ -205,13 +310,22 @@ class EdgeIndex:
                 return
 
     def count(self) -> int:
+        live = self._live
         with map_edge_faults():
-            return int(self._shard.count(qe.CountRequest(exact=True)))
+            return int(live.shard.count(qe.CountRequest(exact=True)))
 
     def segment_count(self) -> int:
         """How many segments a search visits (Edge merges them only when asked to `optimize`)."""
+        live = self._live
         with map_edge_faults():
-            return int(self._shard.info().segments_count)
+            return int(live.shard.info().segments_count)
+
+    def _unindexed_estimate(self) -> int:
+        """Points no HNSW graph covers, from the shard's counts: Edge counts a point's sparse vector
+        as indexed always and its dense vector once a graph holds it."""
+        with map_edge_faults(f"the Qdrant Edge shard at {self.path} is damaged"):
+            info = self._shard.info()
+        return max(0, 2 * int(info.points_count) - int(info.indexed_vectors_count))
 
     def flush(self) -> None:
         with self._lock, map_edge_faults():
@@ -224,13 +338,79 @@ class EdgeIndex:
         itself took 4.6 s. Bulk writers (import, reindex) call it when they finish."""
         with self._lock, map_edge_faults():
             self._shard.optimize()
+            self.writes_since_build = self._unindexed_estimate()
+
+    # -- rebuilding beside the shard in use (engine/upkeep.py) ---------------------------------
+
+    def begin_rebuild(self) -> Path:
+        """Journal every write from now on; returns the empty directory the next generation is built in."""
+        with self._lock:
+            generations = _generations(self.home)
+            last = max((int(p.name[len(self.home.name) + 1 :]) for p in generations if p != self.home), default=1)
+            target = self.home.with_name(f"{self.home.name}.{last + 1}")
+            shutil.rmtree(target, ignore_errors=True)
+            self._journal = []
+            return target
+
+    def abandon_rebuild(self, target: Path) -> None:
+        with self._lock:
+            self._journal = None
+        shutil.rmtree(target, ignore_errors=True)
+
+    def install(self, target: Path) -> int | None:
+        """Open the shard built at `target`, replay the writes journaled since `begin_rebuild`, and make
+        it the one in use (and the one the next start opens). Returns the writes replayed, or None
+        (and deletes `target`) when the journal was abandoned.
+
+        Writers wait meanwhile; readers go on with the old shard, which closes once they are done."""
+        with self._lock:
+            journal, self._journal = self._journal, None
+            if journal is None or self._closed:
+                shutil.rmtree(target, ignore_errors=True)
+                return None
+            with map_edge_faults(f"cannot open the rebuilt Qdrant Edge shard at {target}"):
+                shard = qe.EdgeShard.load(str(target), self._config())
+                try:
+                    for kind, operation in journal:
+                        try:
+                            shard.update(operation)
+                        except Exception:
+                            if kind != "set_payload":  # a point the rebuild did not see, deleted since
+                                raise
+                    shard.flush()
+                except BaseException:
+                    shard.close()
+                    shutil.rmtree(target, ignore_errors=True)
+                    raise
+            replace_private(_pointer(self.home), target.name + "\n")
+            old, self._live = self._live, _Live(shard, target)
+            self.writes_since_build = sum(1 for kind, _ in journal if kind != "set_payload")
+            old.on_retired = self._retired.append
+            del old  # closes now unless a read still holds it
+        self.sweep()
+        return len(journal)
+
+    def sweep(self) -> None:
+        """Delete the generations replaced by `install` whose last reader has let go."""
+        retired, self._retired = self._retired, []
+        for path in retired:
+            shutil.rmtree(path, ignore_errors=True)
+
+    def _remove_stale_generations(self) -> None:
+        """At open nothing reads an older generation, and a rebuild that was cut short left its own."""
+        for path in _generations(self.home):
+            if path != self.path:
+                shutil.rmtree(path, ignore_errors=True)
 
     def reset(self) -> None:
         with self._lock:
             with map_edge_faults():
                 self._shard.close()
-            shutil.rmtree(self.path, ignore_errors=True)
-            self._shard = self._open()
+            self._live.on_retired = None
+            remove_shards(self.home)
+            self._live = _Live(self._open(self.home), self.home)
+            self._journal = None
+            self.writes_since_build = 0
             self._closed = False
 
     def close(self) -> None:
@@ -239,5 +419,6 @@ class EdgeIndex:
             if self._closed:
                 return
             self._closed = True
+            self._journal = None
             self._shard.flush()
             self._shard.close()

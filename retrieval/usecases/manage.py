@@ -389,8 +389,7 @@ def _forget(
     _clear_query_cache(engine)
     engine.store.checkpoint()  # the forgotten rows' old pages leave the SQLite write-ahead log too
     try:
-        engine.index.flush()
-        engine.index.optimize()  # merge segments, so that deleted vectors do not linger on disk
+        engine.after_forget()  # the deleted vectors leave the disk too (engine/memory_engine.py)
     except IndexUnavailableError as error:  # committed: answer what happened (engine.writing says more)
         log.warning("forgotten in the record; the index catches up when repaired (%s)", error.message)
     return Forgotten(ids, audit_ids)

@@ -101,16 +101,16 @@ def test_the_edge_settings_study_compares_each_setting_with_production_and_refus
     assert refused.returncode != 0 and "unknown setting(s): hnsw-m999" in refused.stderr
 
 
-def test_the_edge_growth_study_searches_at_each_size_and_times_each_optimize() -> None:
+def test_the_growth_run_feeds_a_real_server_forgets_reindexes_and_reports_each_rebuild() -> None:
     done = subprocess.run(
         [
             sys.executable,
             "-m",
             "eval.edge_growth",
-            "--steps",
-            "100,300",
-            "--then-add",
-            "50",
+            "--memories",
+            "300",
+            "--checkpoints",
+            "150",
             "--queries",
             "5",
             "--json",
@@ -122,20 +122,17 @@ def test_the_edge_growth_study_searches_at_each_size_and_times_each_optimize() -
     )
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
-    assert [(row["points"], row["state"]) for row in report["searches"]] == [
-        (100, "never optimized"),
-        (300, "never optimized"),
-        (300, "optimized"),
-        (350, "50 added since"),
-        (350, "optimized again"),
-    ]
-    assert all(row["search_ms"]["p50"] > 0 and row["segments"] >= 1 for row in report["searches"])
-    assert [row["points"] for row in report["optimizes"]] == [300, 350]
+    assert [step["memories"] for step in report["steps"]] == [150, 300]
+    assert all(step["recall"]["p50_ms"] > 0 for step in report["steps"]) and report["reindexed_recall"]["p50_ms"] > 0
+    assert report["probe"]["probes"] > 0 and report["probe"]["failures"] == 0
+    # 300 memories are too few for a rebuild of their own: the hard forget asked for this one
+    assert len(report["rebuilds"]) == 1 and report["rebuilds"][0]["points"] == 299
+    assert report["forget_off_disk_s"] >= report["hard_forget_s"] > 0
     refused = subprocess.run(
-        [sys.executable, "-m", "eval.edge_growth", "--steps", "300,100"],
+        [sys.executable, "-m", "eval.edge_growth", "--memories", "100", "--checkpoints", "300"],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=120,
     )
-    assert refused.returncode == 2 and "increasing" in refused.stderr
+    assert refused.returncode == 2 and "increase" in refused.stderr

@@ -1,0 +1,167 @@
+"""Index upkeep for a long-running server: the embedded shard is rebuilt beside the one in use.
+
+Qdrant Edge runs no optimizer by itself, and its `optimize` holds the GIL from start to end (13 s at
+30,000 points), so points that `remember` writes one at a time pile up in one segment every search
+scans. This thread watches how many points no graph covers and, once they reach
+max(MIN_FRESH, FRESH_FRACTION x the shard), starts engine/rebuild.py in another process, which builds
+the next generation from the system of record; meanwhile the shard in use journals its writes, and
+`EdgeIndex.install` replays them into the new shard and swaps it in (writers wait for the replay and
+the load, about 0.2 s at 30,000 points and 0.3 s at 100,000; readers never wait).
+
+A hard forget asks for a rebuild at once (`after_forget`): the deleted point leaves every search at the
+forget, and the disk once a generation built after it is installed (the old one is deleted).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..domain import RetrievalSettings
+from ..index import EdgeIndex, VectorIndex
+
+__all__ = ["FRESH_FRACTION", "MIN_FRESH", "IndexUpkeep"]
+
+log = logging.getLogger("xmemo.upkeep")
+
+# A search scans the points no graph covers: 1.29 ms at 2,000 such points, against 2.02 ms for a graph
+# search at 30,000 (docs/evaluation.md), so fewer than MIN_FRESH are not worth a rebuild. Past that, a
+# rebuild once they reach a tenth of the shard keeps the scan to a tenth and costs each point about ten
+# rebuilds over its life, whatever the size (the build cost grows with the shard, the interval too).
+MIN_FRESH = 2_000
+FRESH_FRACTION = 0.1
+CHECK_SECONDS = 1.0
+RETRY_SECONDS = 300.0  # after a failed build
+
+
+class IndexUpkeep:
+    """One thread per engine, started by a server (`MemoryEngine.start_upkeep`), stopped at close."""
+
+    def __init__(
+        self,
+        index_of: Callable[[], VectorIndex],
+        settings: RetrievalSettings,
+        embedder_name: str,
+        check_seconds: float = CHECK_SECONDS,
+    ) -> None:
+        self.index_of = index_of  # the engine's index of the moment: a reindex replaces it
+        self.settings = settings
+        self.embedder_name = embedder_name
+        self.check_seconds = check_seconds
+        self.builds: list[dict[str, Any]] = []  # what each rebuild did, newest last (for `xmemo bench`)
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._forgotten_at = 0.0  # monotonic time of the latest hard forget no installed build covers
+        self._retry_at = 0.0
+        self._child: subprocess.Popen[str] | None = None
+        self._thread = threading.Thread(target=self._run, name="xmemo-index-upkeep", daemon=True)
+
+    @property
+    def child_pid(self) -> int | None:
+        """The build process's id while one runs."""
+        child = self._child
+        return child.pid if child is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        child = self._child
+        if child is not None:
+            with contextlib.suppress(ProcessLookupError):
+                child.kill()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def after_forget(self) -> None:
+        """A hard forget committed: rebuild now, so that its vectors leave the disk."""
+        self._forgotten_at = time.monotonic()
+        self._retry_at = 0.0
+        self._wake.set()
+
+    def due(self) -> bool:
+        index = self.index_of()
+        if not isinstance(index, EdgeIndex) or time.monotonic() < self._retry_at:
+            return False
+        if self._forgotten_at:
+            return True
+        fresh = index.writes_since_build
+        return fresh >= MIN_FRESH and fresh >= FRESH_FRACTION * index.count()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.check_seconds)
+            self._wake.clear()
+            index = self.index_of()
+            if isinstance(index, EdgeIndex):
+                index.sweep()
+            try:
+                if not self._stop.is_set() and self.due():
+                    self.rebuild()
+            except Exception:  # the edge of a background thread: log, back off, go on serving
+                log.exception("index rebuild failed; the shard in use goes on serving")
+                self._retry_at = time.monotonic() + RETRY_SECONDS
+
+    def rebuild(self) -> dict[str, Any] | None:
+        """Build the next generation in another process and install it; returns what it did, or None
+        when it was stopped or overtaken (a reindex replaced the index)."""
+        index = self.index_of()
+        if not isinstance(index, EdgeIndex):
+            return None
+        began = time.monotonic()
+        forgotten_before = self._forgotten_at
+        target = index.begin_rebuild()
+        settings = self.settings.model_dump(mode="json")
+        command = [
+            sys.executable,
+            "-m",
+            "retrieval.engine.rebuild",
+            str(target),
+            str(index.dimension),
+            self.embedder_name,
+        ]
+        try:
+            self._child = subprocess.Popen(
+                command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
+            out, err = self._child.communicate(json.dumps(settings))
+            code = self._child.returncode
+        finally:
+            self._child = None
+        if self._stop.is_set() or self.index_of() is not index:
+            index.abandon_rebuild(target)
+            return None
+        if code != 0:
+            index.abandon_rebuild(target)
+            raise RuntimeError(f"the rebuild process exited with {code}: {err.strip()[-2000:]}")
+        built = json.loads(out.strip().splitlines()[-1])
+        swap_started = time.perf_counter()
+        replayed = index.install(target)
+        if replayed is None:
+            raise RuntimeError("the rebuild fell too far behind the writes made meanwhile; it starts again later")
+        if self._forgotten_at == forgotten_before:
+            self._forgotten_at = 0.0
+        report = {
+            "points": built["points"],
+            "build_s": built["seconds"],
+            "install_ms": round((time.perf_counter() - swap_started) * 1000, 1),
+            "replayed": replayed,
+            "total_s": round(time.monotonic() - began, 3),
+            "generation": index.path.name,
+        }
+        self.builds.append(report)
+        log.info(json.dumps({"event": "index_rebuilt", **report}))
+        return report

@@ -1,0 +1,138 @@
+"""The embedded index is rebuilt beside the one in use (engine/upkeep.py): a real child process builds
+the next generation from the record while writes go on, `install` replays them, and a hard forget's
+vectors leave the disk with the old generation."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from retrieval import MemoryEngine, Principal, RememberRequest, RetrievalSettings, remember
+from retrieval.engine.upkeep import IndexUpkeep
+from retrieval.index import EdgeIndex
+from retrieval.usecases import forget_memory
+
+ALICE = Principal.local("alice")
+
+
+def _remember(engine: MemoryEngine, text: str) -> str:
+    return remember(engine, ALICE, RememberRequest(content=text, path="notes")).memory.id
+
+
+def _upkeep(engine: MemoryEngine) -> IndexUpkeep:
+    return IndexUpkeep(lambda: engine.index, engine.settings, engine.embedder.name)
+
+
+def _shard_bytes(data_dir: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in data_dir.glob("index*/**/*") if p.is_file())
+
+
+def _wait_until_rebuilding(index: EdgeIndex, worker: threading.Thread) -> None:
+    deadline = time.monotonic() + 30
+    while not index.rebuilding and worker.is_alive():
+        assert time.monotonic() < deadline, "the rebuild never started"
+        time.sleep(0.005)
+
+
+def test_writes_made_during_a_rebuild_reach_the_new_generation(tmp_path, fake_embedder):
+    settings = RetrievalSettings(data_dir=tmp_path)
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:
+        before = [_remember(engine, f"note {n} about the harbour crane schedule") for n in range(60)]
+        index = engine.index
+        assert isinstance(index, EdgeIndex) and index.path == tmp_path / "index"
+        upkeep = _upkeep(engine)
+        reports: list[object] = []
+        worker = threading.Thread(target=lambda: reports.append(upkeep.rebuild()))
+        worker.start()
+        _wait_until_rebuilding(index, worker)
+        during = [_remember(engine, f"note {n} written while the child builds") for n in range(20)]
+        forget_memory(engine, ALICE, before[0])
+        worker.join()
+        report = reports[0]
+        assert isinstance(report, dict) and report["replayed"] >= 21, report
+        assert index.path == tmp_path / "index.2" and not (tmp_path / "index").exists()
+        assert (tmp_path / "index.current").read_text().strip() == "index.2"
+        expected = set(before[1:]) | set(during)
+        assert set(index.iter_ids()) == expected == {m.id for m in engine.store.iterate()}
+        assert index.writes_since_build == 21  # the 20 upserts replayed and the delete
+        vector = engine.vectors_for([engine.store.get(during[-1])])[0]
+        assert during[-1] in index.dense_scores(vector, [during[-1]])
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:  # the next start opens the new generation
+        assert engine.index.path == tmp_path / "index.2"
+        assert set(engine.index.iter_ids()) == expected
+
+
+def test_a_hard_forget_leaves_the_disk_with_the_old_generation(tmp_path, fake_embedder):
+    with MemoryEngine(RetrievalSettings(data_dir=tmp_path), embedder=fake_embedder) as engine:
+        for n in range(30):
+            _remember(engine, f"filler note {n} on the quarterly budget review")
+        secret = _remember(engine, "the vault combination is kept under the blue lamp")
+        vector = engine.vectors_for([engine.store.get(secret)])[0].tobytes()
+        engine.index.flush()
+        assert vector in _shard_bytes(tmp_path)  # what the check below could find
+        engine.start_upkeep()
+        forget_memory(engine, ALICE, secret)
+        assert secret not in set(engine.index.iter_ids())  # out of every search at once
+        assert engine.upkeep is not None
+        deadline = time.monotonic() + 60
+        while not engine.upkeep.builds:
+            assert time.monotonic() < deadline, "no rebuild followed the forget"
+            time.sleep(0.05)
+        engine.index.sweep()
+        assert vector not in _shard_bytes(tmp_path)
+
+
+def test_a_killed_build_leaves_the_shard_in_use_serving(tmp_path, fake_embedder):
+    with MemoryEngine(RetrievalSettings(data_dir=tmp_path), embedder=fake_embedder) as engine:
+        ids = [_remember(engine, f"note {n} on the night ferry timetable") for n in range(40)]
+        index = engine.index
+        assert isinstance(index, EdgeIndex)
+        upkeep = _upkeep(engine)
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                upkeep.rebuild()
+            except RuntimeError as error:
+                errors.append(error)
+
+        worker = threading.Thread(target=run)
+        worker.start()
+        _wait_until_rebuilding(index, worker)
+        while upkeep.child_pid is None and worker.is_alive():
+            time.sleep(0.005)
+        os.kill(upkeep.child_pid, signal.SIGKILL)
+        worker.join()
+        assert errors and "exited with -9" in str(errors[0])
+        assert not index.rebuilding and index.path == tmp_path / "index"
+        assert not (tmp_path / "index.2").exists()
+        late = _remember(engine, "written after the failed build")
+        assert set(index.iter_ids()) == {*ids, late}
+
+
+def test_a_generation_left_by_a_crash_is_removed_at_the_next_start(tmp_path, fake_embedder):
+    settings = RetrievalSettings(data_dir=tmp_path)
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:
+        kept = _remember(engine, "a note that survives")
+    half_built = tmp_path / "index.2"
+    (half_built / "segments").mkdir(parents=True)
+    (half_built / "segments" / "partial").write_bytes(b"\0" * 64)
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:
+        assert engine.index.path == tmp_path / "index" and not half_built.exists()
+        assert set(engine.index.iter_ids()) == {kept}
+
+
+@pytest.mark.parametrize("pointer", ["index.9", "", "../elsewhere"])
+def test_a_pointer_to_no_generation_opens_the_first(tmp_path, fake_embedder, pointer):
+    settings = RetrievalSettings(data_dir=tmp_path)
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:
+        kept = _remember(engine, "a note in the first generation")
+    (tmp_path / "index.current").write_text(pointer)
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:
+        assert engine.index.path == tmp_path / "index"
+        assert set(engine.index.iter_ids()) == {kept}
