@@ -71,7 +71,7 @@ def _date(memory: Memory) -> str:
 
 def _without_restatements(engine: MemoryEngine, ranked: list[Hydrated]) -> tuple[list[Hydrated], list[Collapsed]]:
     """The ranking with restatements collapsed (ranking/restatements.py), and what collapsed."""
-    vectors = engine.index.dense_vectors([h.memory.id for h in ranked])
+    vectors = engine.whole_vectors([h.memory for h in ranked])
     kept, collapsed = collapse_restatements([h.memory for h in ranked], vectors, len(ranked))
     return [ranked[position] for position in kept], collapsed
 

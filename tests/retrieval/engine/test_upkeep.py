@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from retrieval import MemoryEngine, Principal, RememberRequest, RetrievalSettings, remember
-from retrieval.engine.upkeep import IndexUpkeep
+from retrieval.engine import IndexUpkeep
 from retrieval.index import EdgeIndex
 from retrieval.usecases import forget_memory
 
