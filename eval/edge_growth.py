@@ -150,13 +150,13 @@ def run_growth(
                 steps.append(
                     {"memories": fed, "feed_s": round(time.perf_counter() - started, 1), "recall": _recall(http, asked)}
                 )
-            forget_started = time.perf_counter()
+            forget_started, forgotten_at = time.perf_counter(), time.time()
             victim = rng.choice(ids)
             http.delete(f"/api/v1/memories/{victim}", params={"hard": "true"}).raise_for_status()
             forget_s = time.perf_counter() - forget_started
-            before = len(_rebuilds(log))
             deadline = time.monotonic() + 3600
-            while len(_rebuilds(log)) <= before and time.monotonic() < deadline:
+            # off the disk once a generation built from a record read after the forget is installed
+            while not any(b["began_at"] >= forgotten_at for b in _rebuilds(log)) and time.monotonic() < deadline:
                 time.sleep(0.2)
             off_disk_s = time.perf_counter() - forget_started
             fed_probe = probe.summary()

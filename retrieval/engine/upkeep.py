@@ -121,7 +121,7 @@ class IndexUpkeep:
         index = self.index_of()
         if not isinstance(index, EdgeIndex):
             return None
-        began = time.monotonic()
+        began, began_at = time.monotonic(), time.time()
         forgotten_before = self._forgotten_at
         target = index.begin_rebuild()
         settings = self.settings.model_dump(mode="json")
@@ -160,6 +160,7 @@ class IndexUpkeep:
             "install_ms": round((time.perf_counter() - swap_started) * 1000, 1),
             "replayed": replayed,
             "total_s": round(time.monotonic() - began, 3),
+            "began_at": round(began_at, 3),  # what it holds: the record as of then, and every write since
             "generation": index.path.name,
         }
         self.builds.append(report)
