@@ -263,7 +263,9 @@ class MemoryEngine:
         """Keep the embedded index fast as it grows, for a process that serves for long (engine/upkeep.py).
         A Qdrant server optimizes its own collections."""
         if self.upkeep is None and isinstance(self.index, EdgeIndex):
-            self.upkeep = IndexUpkeep(lambda: self.index, self.settings, self.embedder.name)
+            self.upkeep = IndexUpkeep(
+                lambda: self.index, self.settings, self.embedder.name, index_layout(self.settings)
+            )
             self.upkeep.start()
 
     def after_forget(self) -> None:

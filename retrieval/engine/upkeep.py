@@ -5,8 +5,9 @@ Qdrant Edge runs no optimizer by itself, and its `optimize` holds the GIL from s
 scans. This thread watches how many points no graph covers and, once they reach
 max(MIN_FRESH, FRESH_FRACTION x the shard), starts engine/rebuild.py in another process, which builds
 the next generation from the system of record; meanwhile the shard in use journals its writes, and
-`EdgeIndex.install` replays them into the new shard and swaps it in (writers wait for the replay and
-the load, about 0.2 s at 30,000 points and 0.3 s at 100,000; readers never wait).
+`EdgeIndex.install` replays them into the new shard and swaps it in. Writers wait for the replay and
+the new shard's open; readers take no lock, but the open holds the GIL (0.2-0.5 s at 30,000 points:
+docs/evaluation.md, "Index upkeep").
 
 A hard forget asks for a rebuild at once (`after_forget`): the deleted point leaves every search at the
 forget, and the disk once a generation built after it is installed (the old one is deleted).
@@ -17,11 +18,14 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import os
+import shutil
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from ..domain import RetrievalSettings
@@ -39,6 +43,14 @@ MIN_FRESH = 2_000
 FRESH_FRACTION = 0.1
 CHECK_SECONDS = 1.0
 RETRY_SECONDS = 300.0  # after a failed build
+# A build that runs longer than this is killed: 962 s of upserts and about 8 minutes of graph built
+# 1,000,000 notes in one process (docs/evaluation.md), so 5 ms a point leaves it more than twice that.
+TIMEOUT_BASE_SECONDS = 600.0
+TIMEOUT_SECONDS_PER_POINT = 0.005
+
+
+def _size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
 class IndexUpkeep:
@@ -49,17 +61,21 @@ class IndexUpkeep:
         index_of: Callable[[], VectorIndex],
         settings: RetrievalSettings,
         embedder_name: str,
+        layout: str,
         check_seconds: float = CHECK_SECONDS,
     ) -> None:
         self.index_of = index_of  # the engine's index of the moment: a reindex replaces it
         self.settings = settings
         self.embedder_name = embedder_name
+        self.layout = layout  # the child refuses to build another (engine/memory_engine.py index_layout)
         self.check_seconds = check_seconds
-        self.builds: list[dict[str, Any]] = []  # what each rebuild did, newest last (for `xmemo bench`)
+        self.builds: list[dict[str, Any]] = []  # what each rebuild did, newest last
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._forgotten_at = 0.0  # monotonic time of the latest hard forget no installed build covers
+        self._forgets = 0  # hard forgets so far, and how many of them an installed generation covers
+        self._forgets_covered = 0
         self._retry_at = 0.0
+        self._child_lock = threading.Lock()
         self._child: subprocess.Popen[str] | None = None
         self._thread = threading.Thread(target=self._run, name="xmemo-index-upkeep", daemon=True)
 
@@ -77,18 +93,18 @@ class IndexUpkeep:
         self._thread.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        with self._child_lock:
+            self._stop.set()
+            if self._child is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    self._child.kill()
         self._wake.set()
-        child = self._child
-        if child is not None:
-            with contextlib.suppress(ProcessLookupError):
-                child.kill()
         if self._thread.is_alive():
             self._thread.join()
 
     def after_forget(self) -> None:
         """A hard forget committed: rebuild now, so that its vectors leave the disk."""
-        self._forgotten_at = time.monotonic()
+        self._forgets += 1
         self._retry_at = 0.0
         self._wake.set()
 
@@ -96,7 +112,7 @@ class IndexUpkeep:
         index = self.index_of()
         if not isinstance(index, EdgeIndex) or time.monotonic() < self._retry_at:
             return False
-        if self._forgotten_at:
+        if self._forgets > self._forgets_covered:
             return True
         fresh = index.writes_since_build
         return fresh >= MIN_FRESH and fresh >= FRESH_FRACTION * index.count()
@@ -105,15 +121,23 @@ class IndexUpkeep:
         while not self._stop.is_set():
             self._wake.wait(self.check_seconds)
             self._wake.clear()
-            index = self.index_of()
-            if isinstance(index, EdgeIndex):
-                index.sweep()
             try:
+                index = self.index_of()
+                if isinstance(index, EdgeIndex):
+                    index.sweep()
                 if not self._stop.is_set() and self.due():
                     self.rebuild()
             except Exception:  # the edge of a background thread: log, back off, go on serving
                 log.exception("index rebuild failed; the shard in use goes on serving")
                 self._retry_at = time.monotonic() + RETRY_SECONDS
+
+    def _room_for(self, index: EdgeIndex) -> None:
+        """A build writes a second shard, and its graph build a third copy for a while: refuse one that
+        would eat into the disk reserve (a full disk under a mapped Edge file is SIGBUS)."""
+        needed = 2 * _size(index.path) + self.settings.disk_reserve_bytes
+        free = shutil.disk_usage(self.settings.data_dir).free
+        if free < needed:
+            raise RuntimeError(f"{free} bytes free, a rebuild needs {needed}: the shard in use goes on serving")
 
     def rebuild(self) -> dict[str, Any] | None:
         """Build the next generation in another process and install it; returns what it did, or None
@@ -121,10 +145,26 @@ class IndexUpkeep:
         index = self.index_of()
         if not isinstance(index, EdgeIndex):
             return None
+        self._room_for(index)
         began, began_at = time.monotonic(), time.time()
-        forgotten_before = self._forgotten_at
+        forgets = self._forgets
         target = index.begin_rebuild()
-        settings = self.settings.model_dump(mode="json")
+        installed = False
+        try:
+            report = self._build_and_install(index, target, began, began_at)
+            installed = report is not None
+        finally:
+            if not installed:
+                index.abandon_rebuild(target)
+        if report is not None:
+            self._forgets_covered = max(self._forgets_covered, forgets)
+            self.builds.append(report)
+            log.info(json.dumps({"event": "index_rebuilt", **report}))
+        return report
+
+    def _build_and_install(
+        self, index: EdgeIndex, target: Path, began: float, began_at: float
+    ) -> dict[str, Any] | None:
         command = [
             sys.executable,
             "-m",
@@ -132,29 +172,37 @@ class IndexUpkeep:
             str(target),
             str(index.dimension),
             self.embedder_name,
+            self.layout,
+            str(os.getpid()),
         ]
-        try:
-            self._child = subprocess.Popen(
+        timeout = TIMEOUT_BASE_SECONDS + TIMEOUT_SECONDS_PER_POINT * index.count()
+        with self._child_lock:
+            if self._stop.is_set():
+                return None
+            child = self._child = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
             )
-            out, err = self._child.communicate(json.dumps(settings))
-            code = self._child.returncode
+        try:
+            out, err = child.communicate(json.dumps(self.settings.model_dump(mode="json")), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.communicate()
+            raise RuntimeError(f"the rebuild process ran past {timeout:.0f} s and was stopped") from None
         finally:
-            self._child = None
+            with self._child_lock:
+                self._child = None
         if self._stop.is_set() or self.index_of() is not index:
-            index.abandon_rebuild(target)
             return None
-        if code != 0:
-            index.abandon_rebuild(target)
-            raise RuntimeError(f"the rebuild process exited with {code}: {err.strip()[-2000:]}")
+        if child.returncode != 0:
+            raise RuntimeError(f"the rebuild process exited with {child.returncode}: {err.strip()[-2000:]}")
         built = json.loads(out.strip().splitlines()[-1])
         swap_started = time.perf_counter()
         replayed = index.install(target)
         if replayed is None:
-            raise RuntimeError("the rebuild fell too far behind the writes made meanwhile; it starts again later")
-        if self._forgotten_at == forgotten_before:
-            self._forgotten_at = 0.0
-        report = {
+            raise RuntimeError(
+                "the rebuild fell too far behind the writes made meanwhile, or the index closed; it starts again later"
+            )
+        return {
             "points": built["points"],
             "build_s": built["seconds"],
             "install_ms": round((time.perf_counter() - swap_started) * 1000, 1),
@@ -163,6 +211,3 @@ class IndexUpkeep:
             "began_at": round(began_at, 3),  # what it holds: the record as of then, and every write since
             "generation": index.path.name,
         }
-        self.builds.append(report)
-        log.info(json.dumps({"event": "index_rebuilt", **report}))
-        return report

@@ -26,13 +26,19 @@ from .base import DENSE, KEYWORD_FIELDS, RANKING_FIELDS, SPARSE, IndexFilter, In
 
 __all__ = ["EdgeIndex", "remove_shards", "shards_exist"]
 
-# A rebuild that has to replay more writes than this gives up: its shard is too far behind to be worth it.
+# A rebuild that has to replay more points than this gives up: its shard is too far behind to be worth
+# it, and the journal holds every point's vectors until it is replayed.
 JOURNAL_LIMIT = 100_000
 INDEX_EVERY_SEGMENT_KB = 1  # 0 would turn indexing off
 
 
 def _pointer(home: Path) -> Path:
     return home.with_name(home.name + ".current")
+
+
+def _fresh_file(home: Path) -> Path:
+    """Where a clean close leaves `writes_since_build` (the shard's own counts miss deletes and updates)."""
+    return home.with_name(home.name + ".fresh")
 
 
 def _generations(home: Path) -> list[Path]:
@@ -66,26 +72,25 @@ def remove_shards(home: Path) -> None:
     for path in _generations(home):
         shutil.rmtree(path, ignore_errors=True)
     _pointer(home).unlink(missing_ok=True)
+    _fresh_file(home).unlink(missing_ok=True)
 
 
 class _Live:
     """The shard requests read from. Readers take a reference first (`live = self._live`), so a shard
-    that `install` replaced stays open until the last reader lets go; then it closes and its
-    directory is handed to `on_retired` for deletion."""
+    that `install` replaced stays open until the last reader lets go; then it goes, still open, to
+    `on_retired`, and `EdgeIndex.sweep` closes it and deletes its directory (on the upkeep's thread:
+    a close takes 20-40 ms, which the reader that let go last, maybe the event loop, should not pay)."""
 
     __slots__ = ("on_retired", "path", "shard")
 
     def __init__(self, shard: qe.EdgeShard, path: Path) -> None:
         self.shard = shard
         self.path = path
-        self.on_retired: Callable[[Path], None] | None = None
+        self.on_retired: Callable[[qe.EdgeShard, Path], None] | None = None
 
     def __del__(self) -> None:
         if self.on_retired is not None:
-            try:
-                self.shard.close()
-            finally:
-                self.on_retired(self.path)
+            self.on_retired(self.shard, self.path)
 
 
 def _one_of(key: str, values: Sequence[str]) -> qe.FieldCondition:
@@ -116,13 +121,15 @@ class EdgeIndex:
         self.search_threads = search_threads  # Edge keeps it in the shard's config: given on every load
         self._lock = threading.RLock()
         self._closed = False
-        self._journal: list[tuple[str, qe.UpdateOperation]] | None = None
-        self._retired: list[Path] = []
+        self._journal: list[tuple[str, qe.UpdateOperation, int]] | None = None
+        self._journaled_points = 0
+        self._retired: list[tuple[qe.EdgeShard, Path]] = []
+        self._retired_lock = threading.Lock()
         self.writes_since_build = 0
         current = _current(path)
         self._live = _Live(self._open(current), current)
         self._remove_stale_generations()
-        self.writes_since_build = self._unindexed_estimate()
+        self.writes_since_build = max(self._unindexed_estimate(), self._saved_fresh())
 
     @property
     def path(self) -> Path:
@@ -232,8 +239,9 @@ class EdgeIndex:
             self._shard.update(operation)
             self.writes_since_build += points
             if self._journal is not None:
-                self._journal.append((kind, operation))
-                if len(self._journal) > JOURNAL_LIMIT:
+                self._journal.append((kind, operation, points))
+                self._journaled_points += points
+                if self._journaled_points > JOURNAL_LIMIT:
                     self._journal = None  # the rebuild is abandoned: `install` refuses it
 
     def search(
@@ -322,10 +330,20 @@ class EdgeIndex:
 
     def _unindexed_estimate(self) -> int:
         """Points no HNSW graph covers, from the shard's counts: Edge counts a point's sparse vector
-        as indexed always and its dense vector once a graph holds it."""
+        as indexed always and its dense vector once a graph holds it. A point deleted since the graph
+        was built still counts as indexed, so deletes hide new points from this estimate: a clean
+        close saves the exact count (`_saved_fresh`)."""
         with map_edge_faults(f"the Qdrant Edge shard at {self.path} is damaged"):
             info = self._shard.info()
         return max(0, 2 * int(info.points_count) - int(info.indexed_vectors_count))
+
+    def _saved_fresh(self) -> int:
+        """The `writes_since_build` a clean close left for the generation in use; 0 without one."""
+        try:
+            generation, count = _fresh_file(self.home).read_text(encoding="utf-8").split()
+            return int(count) if generation == self.path.name else 0
+        except (FileNotFoundError, ValueError):
+            return 0
 
     def flush(self) -> None:
         with self._lock, map_edge_faults():
@@ -350,6 +368,7 @@ class EdgeIndex:
             target = self.home.with_name(f"{self.home.name}.{last + 1}")
             shutil.rmtree(target, ignore_errors=True)
             self._journal = []
+            self._journaled_points = 0
             return target
 
     def abandon_rebuild(self, target: Path) -> None:
@@ -371,7 +390,7 @@ class EdgeIndex:
             with map_edge_faults(f"cannot open the rebuilt Qdrant Edge shard at {target}"):
                 shard = qe.EdgeShard.load(str(target), self._config())
                 try:
-                    for kind, operation in journal:
+                    for kind, operation, _ in journal:
                         try:
                             shard.update(operation)
                         except Exception:
@@ -384,17 +403,26 @@ class EdgeIndex:
                     raise
             replace_private(_pointer(self.home), target.name + "\n")
             old, self._live = self._live, _Live(shard, target)
-            self.writes_since_build = sum(1 for kind, _ in journal if kind != "set_payload")
-            old.on_retired = self._retired.append
-            del old  # closes now unless a read still holds it
+            self.writes_since_build = sum(points for _, _, points in journal)
+            old.on_retired = self._retire
+            del old  # retired now, unless a read still holds it
         self.sweep()
         return len(journal)
 
+    def _retire(self, shard: qe.EdgeShard, path: Path) -> None:
+        with self._retired_lock:
+            self._retired.append((shard, path))
+
     def sweep(self) -> None:
-        """Delete the generations replaced by `install` whose last reader has let go."""
-        retired, self._retired = self._retired, []
-        for path in retired:
-            shutil.rmtree(path, ignore_errors=True)
+        """Close the shards `install` replaced whose last reader has let go, and delete their directories."""
+        with self._retired_lock:
+            retired, self._retired = self._retired, []
+        for shard, path in retired:
+            try:
+                with map_edge_faults():
+                    shard.close()
+            finally:
+                shutil.rmtree(path, ignore_errors=True)
 
     def _remove_stale_generations(self) -> None:
         """At open nothing reads an older generation, and a rebuild that was cut short left its own."""
@@ -406,7 +434,7 @@ class EdgeIndex:
         with self._lock:
             with map_edge_faults():
                 self._shard.close()
-            self._live.on_retired = None
+            self.sweep()
             remove_shards(self.home)
             self._live = _Live(self._open(self.home), self.home)
             self._journal = None
@@ -422,3 +450,5 @@ class EdgeIndex:
             self._journal = None
             self._shard.flush()
             self._shard.close()
+            replace_private(_fresh_file(self.home), f"{self.path.name} {self.writes_since_build}\n")
+        self.sweep()

@@ -79,7 +79,14 @@ def replace_private(path: Path, text: str) -> None:
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         os.fchmod(handle.fileno(), PRIVATE_FILE)  # an older partial keeps its mode through O_CREAT
         handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())  # on disk before the rename makes it the file: a power cut leaves old or new
     os.replace(partial, path)
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)  # and the rename itself
+    finally:
+        os.close(directory)
 
 
 def lock_data_dir(data_dir: Path) -> IO[str]:

@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from retrieval import MemoryEngine, Principal, RememberRequest, RetrievalSettings, remember
-from retrieval.engine import IndexUpkeep
+from retrieval.domain import embed_digest, embedding_text
+from retrieval.engine import MIN_FRESH, IndexUpkeep, index_layout
 from retrieval.index import EdgeIndex
 from retrieval.usecases import forget_memory
+from tests.support import in_process
 
 ALICE = Principal.local("alice")
 
@@ -25,7 +27,7 @@ def _remember(engine: MemoryEngine, text: str) -> str:
 
 
 def _upkeep(engine: MemoryEngine) -> IndexUpkeep:
-    return IndexUpkeep(lambda: engine.index, engine.settings, engine.embedder.name)
+    return IndexUpkeep(lambda: engine.index, engine.settings, engine.embedder.name, index_layout(engine.settings))
 
 
 def _shard_bytes(data_dir: Path) -> bytes:
@@ -136,3 +138,43 @@ def test_a_pointer_to_no_generation_opens_the_first(tmp_path, fake_embedder, poi
     with MemoryEngine(settings, embedder=fake_embedder) as engine:
         assert engine.index.path == tmp_path / "index"
         assert set(engine.index.iter_ids()) == {kept}
+
+
+def test_a_rebuild_is_due_past_two_thousand_new_points_and_a_tenth_of_the_shard(tmp_path, fake_embedder):
+    with MemoryEngine(RetrievalSettings(data_dir=tmp_path), embedder=fake_embedder) as engine:
+        index = engine.index
+        assert isinstance(index, EdgeIndex)
+        upkeep = _upkeep(engine)
+        assert not upkeep.due()
+        points = engine.feed.points(
+            [remember(engine, ALICE, RememberRequest(content=f"note {n}", path="n")).memory for n in range(3)]
+        )
+        index.writes_since_build = MIN_FRESH - 1
+        assert not upkeep.due()
+        index.writes_since_build = MIN_FRESH
+        assert upkeep.due()  # 2,000 new of 3 points
+        assert points and index.count() == 3
+        upkeep.after_forget()
+        index.writes_since_build = 0
+        assert upkeep.due()  # a forget wants its vectors off the disk, however few points came
+
+
+def test_the_build_encodes_what_the_cache_lacks_and_never_writes_the_cache(tmp_path):
+    with MemoryEngine(RetrievalSettings(data_dir=tmp_path)) as engine:  # the real model, in both processes
+        ids = [_remember(engine, f"the {word} order shipped on monday") for word in ("red", "blue", "green")]
+        lost = engine.store.get(ids[0])
+        digest = embed_digest(lost)
+        engine.embedder.cache.delete_many([digest])
+        report = _upkeep(engine).rebuild()
+        assert report is not None and report["points"] == 3
+        assert engine.embedder.cached_vectors([digest]) == {}
+        vector = engine.embedder.embed([embedding_text(lost)])[0]
+        assert engine.index.dense_scores(vector, [ids[0]])[ids[0]] > 0.99
+
+
+def test_xmemo_serve_runs_the_upkeep_unless_it_is_turned_off(tmp_path):
+    with in_process(tmp_path / "on") as app:
+        assert app.engine.upkeep is not None and app.engine.upkeep.running
+    assert not app.engine.upkeep.running  # stopped with the engine
+    with in_process(tmp_path / "off", index_upkeep=False) as app:
+        assert app.engine.upkeep is None

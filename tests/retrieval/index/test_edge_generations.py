@@ -1,0 +1,91 @@
+"""An Edge shard's generations (retrieval/index/edge.py): `install` replays what the shard in use was
+given since `begin_rebuild`, a reader keeps the replaced shard until it lets go, and a closed index
+installs nothing. The "child" here is a second EdgeIndex built in this process from the same points."""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import numpy as np
+
+from retrieval.encoding import SparseEncoder
+from retrieval.index import EdgeIndex, IndexPoint
+
+DIMENSION = 8
+SPARSE = SparseEncoder()
+
+
+def _point(name: str, importance: float = 0.5) -> IndexPoint:
+    point_id = str(uuid.uuid5(uuid.NAMESPACE_OID, name))
+    vector = np.random.default_rng(uuid.UUID(point_id).int % 2**32).standard_normal(DIMENSION).astype(np.float32)
+    payload = {"visibility": "owner:a", "status": "active", "importance": importance}
+    return IndexPoint(point_id, vector / np.linalg.norm(vector), SPARSE.document(f"note {name}"), payload)
+
+
+def _build(target: Path, points: list[IndexPoint]) -> None:
+    built = EdgeIndex(target, DIMENSION)
+    built.upsert(points)
+    built.optimize()
+    built.close()
+
+
+def _payloads(index: EdgeIndex) -> dict[str, float]:
+    records = index._shard.retrieve([*index.iter_ids()], with_payload=True, with_vector=False)
+    return {str(r.id): r.payload["importance"] for r in records}  # type: ignore[index]
+
+
+def test_install_replays_what_came_after_the_build_read_the_record(tmp_path: Path) -> None:
+    a, b, c = _point("a"), _point("b"), _point("c")
+    live = EdgeIndex(tmp_path / "index", DIMENSION)
+    live.upsert([a, b])
+    target = live.begin_rebuild()
+    assert live.rebuilding and target == tmp_path / "index.2"
+    _build(target, [a, b])  # what the child read
+    live.upsert([c])  # and what came after: a new point, a delete, a new version
+    live.delete([a.id])
+    b2 = _point("b", importance=0.9)
+    live.upsert([b2])
+    assert live.install(target) == 3
+    assert live.path == target and not live.rebuilding
+    assert _payloads(live) == {b.id: 0.9, c.id: 0.5}
+    assert live.writes_since_build == 3  # the points replayed: c, a's delete, b again
+    live.close()
+    reopened = EdgeIndex(tmp_path / "index", DIMENSION)
+    assert reopened.path == target and _payloads(reopened) == {b.id: 0.9, c.id: 0.5}
+    assert not (tmp_path / "index").exists()
+    assert reopened.writes_since_build == 3  # the clean close saved it
+    reopened.close()
+
+
+def test_a_reader_keeps_the_replaced_shard_until_it_lets_go(tmp_path: Path) -> None:
+    points = [_point(str(n)) for n in range(2500)]
+    live = EdgeIndex(tmp_path / "index", DIMENSION)
+    live.upsert(points)
+    reading = live.iter_ids()  # a read in progress holds the shard it started on
+    first = next(reading)
+    target = live.begin_rebuild()
+    _build(target, points)
+    live.install(target)
+    assert (tmp_path / "index").exists()  # still read
+    rest = list(reading)
+    assert len({first, *rest}) == 2500  # the old shard answered the whole read
+    del reading
+    live.sweep()
+    assert not (tmp_path / "index").exists()
+    live.close()
+
+
+def test_a_closed_index_installs_nothing_and_an_abandoned_build_leaves_no_directory(tmp_path: Path) -> None:
+    live = EdgeIndex(tmp_path / "index", DIMENSION)
+    live.upsert([_point("a")])
+    target = live.begin_rebuild()
+    _build(target, [_point("a")])
+    live.close()
+    assert live.install(target) is None and not target.exists()
+    again = EdgeIndex(tmp_path / "index", DIMENSION)
+    target = again.begin_rebuild()
+    target.mkdir()
+    again.abandon_rebuild(target)
+    assert not target.exists() and not again.rebuilding
+    again.close()
