@@ -8,7 +8,8 @@ It starts `xmemo serve` (index upkeep on, as it ships: retrieval/engine/upkeep.p
 temporary data dir (or DIR, kept afterwards) and sends `--memories` synthetic notes, a share of them one
 at a time by `remember` and the rest by the batch route, while a probe asks `/healthz` every 50 ms and
 records how long each answer took. At each checkpoint, and at the end, it times `--queries`
-recall_context calls. Then one hard forget (timed, with the probe running) and the wait until its
+recall_context calls; again once no rebuild has run for 3 s (the upkeep caught up, the second core
+free). Then one hard forget (timed, with the probe running) and the wait until its
 vectors have left the disk (the upkeep's next generation). Then it stops the server, runs `xmemo
 reindex` on the data dir, starts it again and times the same queries: the ratio of the two p50s is
 what the upkeep leaves on the table. The server's own log gives every rebuild it made.
@@ -30,6 +31,7 @@ from typing import Any
 
 import httpx
 import numpy as np
+import psutil
 
 from .bench import synthetic_memories, synthetic_queries
 from .serving import start_server, wait_ready
@@ -105,6 +107,23 @@ def _rebuilds(log: Path) -> list[dict[str, Any]]:
     return found
 
 
+def _wait_idle(server: subprocess.Popen[bytes], quiet_seconds: float = 3.0, timeout: float = 3600.0) -> float:
+    """Wait until the server has run no rebuild for `quiet_seconds` (the upkeep caught up); returns the wait."""
+    started = time.monotonic()
+    quiet_since = time.monotonic()
+    while time.monotonic() - started < timeout:
+        building = any(
+            "retrieval.engine.rebuild" in " ".join(child.cmdline())
+            for child in psutil.Process(server.pid).children(recursive=True)
+        )
+        if building:
+            quiet_since = time.monotonic()
+        elif time.monotonic() - quiet_since >= quiet_seconds:
+            break
+        time.sleep(0.2)
+    return time.monotonic() - started
+
+
 def _serve(data_dir: Path, log: Path) -> tuple[subprocess.Popen[bytes], str, str]:
     process, url = start_server(data_dir, os.environ, log=log)
     try:
@@ -150,6 +169,10 @@ def run_growth(
                 steps.append(
                     {"memories": fed, "feed_s": round(time.perf_counter() - started, 1), "recall": _recall(http, asked)}
                 )
+            # the same store once the upkeep has caught up, on a machine no build shares: what the
+            # index's shape costs (the points written since the last build are scanned), apart from the CPU
+            idle_wait_s = _wait_idle(process)
+            settled = _recall(http, asked)
             forget_started, forgotten_at = time.perf_counter(), time.time()
             victim = rng.choice(ids)
             http.delete(f"/api/v1/memories/{victim}", params={"hard": "true"}).raise_for_status()
@@ -178,6 +201,9 @@ def run_growth(
         _stop(process)
     grown = steps[-1]["recall"]
     return {
+        "settled_recall": settled,
+        "idle_wait_s": round(idle_wait_s, 1),
+        "p50_ratio_settled_to_reindexed": round(settled["p50_ms"] / reindexed["p50_ms"], 3),
         "memories": memories,
         "batch": batch,
         "single_share": single_share,
@@ -198,11 +224,14 @@ def format_report(report: dict[str, Any]) -> str:
     for step in report["steps"]:
         r = step["recall"]
         lines.append(f"{step['memories']:>8}  {step['feed_s']:>10}  {r['p50_ms']} / {r['p95_ms']} / {r['p99_ms']}")
+    r = report["settled_recall"]
+    lines.append(f"upkeep caught up ({report['idle_wait_s']} s later)  {r['p50_ms']} / {r['p95_ms']} / {r['p99_ms']}")
     r = report["reindexed_recall"]
     lines.append(f"after reindex           {r['p50_ms']} / {r['p95_ms']} / {r['p99_ms']}")
     probe = report["probe"]
     lines += [
-        f"p50 grown / reindexed: {report['p50_ratio_grown_to_reindexed']}x",
+        f"p50 as fed / reindexed: {report['p50_ratio_grown_to_reindexed']}x; "
+        f"caught up / reindexed: {report['p50_ratio_settled_to_reindexed']}x",
         f"/healthz every 50 ms: {probe['probes']} probes, longest wait {probe['max_ms']} ms, p99 {probe['p99_ms']} ms, "
         f"{probe['over_1s']} over 1 s, {probe['failures']} failed",
         f"hard forget answered in {report['hard_forget_s']} s; its vectors left the disk after "

@@ -124,6 +124,7 @@ def test_the_growth_run_feeds_a_real_server_forgets_reindexes_and_reports_each_r
     report = json.loads(done.stdout)
     assert [step["memories"] for step in report["steps"]] == [150, 300]
     assert all(step["recall"]["p50_ms"] > 0 for step in report["steps"]) and report["reindexed_recall"]["p50_ms"] > 0
+    assert report["settled_recall"]["p50_ms"] > 0 and report["idle_wait_s"] >= 3
     assert report["probe"]["probes"] > 0 and report["probe"]["failures"] == 0
     # 300 memories are too few for a rebuild of their own: the hard forget asked for this one
     assert len(report["rebuilds"]) == 1 and report["rebuilds"][0]["points"] == 299
