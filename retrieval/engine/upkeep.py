@@ -6,8 +6,8 @@ scans. This thread watches how many points no graph covers and, once they reach
 max(MIN_FRESH, FRESH_FRACTION x the shard), starts engine/rebuild.py in another process, which builds
 the next generation from the system of record; meanwhile the shard in use journals its writes, and
 `EdgeIndex.install` replays them into the new shard and swaps it in. Writers wait for the replay and
-the new shard's open; readers take no lock, but the open holds the GIL (0.2-0.5 s at 30,000 points:
-docs/evaluation.md, "Index upkeep").
+the new shard's open; readers take no lock, but the open holds the GIL (0.18 s at 30,000 points
+alone, up to 1.6 s beside a busy feed: docs/evaluation.md, "Index upkeep").
 
 A hard forget asks for a rebuild at once (`after_forget`): the deleted point leaves every search at the
 forget, and the disk once a generation built after it is installed (the old one is deleted).

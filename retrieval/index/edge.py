@@ -29,7 +29,6 @@ __all__ = ["EdgeIndex", "remove_shards", "shards_exist"]
 # A rebuild that has to replay more points than this gives up: its shard is too far behind to be worth
 # it, and the journal holds every point's vectors until it is replayed.
 JOURNAL_LIMIT = 100_000
-INDEX_EVERY_SEGMENT_KB = 1  # 0 would turn indexing off
 
 
 def _pointer(home: Path) -> Path:
@@ -129,7 +128,9 @@ class EdgeIndex:
         current = _current(path)
         self._live = _Live(self._open(current), current)
         self._remove_stale_generations()
-        self.writes_since_build = max(self._unindexed_estimate(), self._saved_fresh())
+        saved = self._saved_fresh()
+        _fresh_file(path).unlink(missing_ok=True)  # good for this open only: a crash from here on leaves none
+        self.writes_since_build = saved if saved is not None else self._unindexed_estimate()
 
     @property
     def path(self) -> Path:
@@ -155,10 +156,6 @@ class EdgeIndex:
                 )
             },
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
-            # `optimize` gives every segment a graph, however small (Edge's default leaves segments
-            # under 10 MB of vectors without one): after a rebuild no point is left to scan, so the
-            # count of points without a graph says how many writes came since (`writes_since_build`).
-            optimizers=qe.EdgeOptimizersConfig(indexing_threshold=INDEX_EVERY_SEGMENT_KB),
             max_search_threads=self.search_threads,
         )
 
@@ -329,21 +326,23 @@ class EdgeIndex:
             return int(live.shard.info().segments_count)
 
     def _unindexed_estimate(self) -> int:
-        """Points no HNSW graph covers, from the shard's counts: Edge counts a point's sparse vector
-        as indexed always and its dense vector once a graph holds it. A point deleted since the graph
-        was built still counts as indexed, so deletes hide new points from this estimate: a clean
-        close saves the exact count (`_saved_fresh`)."""
+        """Points outside the graph of a shard that has one, from the shard's counts (after a crash,
+        when no clean close saved the exact figure): Edge counts a point's sparse vector as indexed
+        always and its dense vector once a graph holds it. A shard with no graph at all is one Edge
+        scans by choice (its default builds none under 10 MB of vectors): nothing to catch up on.
+        A point deleted since the graph was built still counts as indexed, so deletes make it low."""
         with map_edge_faults(f"the Qdrant Edge shard at {self.path} is damaged"):
             info = self._shard.info()
-        return max(0, 2 * int(info.points_count) - int(info.indexed_vectors_count))
+        points, indexed = int(info.points_count), int(info.indexed_vectors_count)
+        return max(0, 2 * points - indexed) if indexed > points else 0
 
-    def _saved_fresh(self) -> int:
-        """The `writes_since_build` a clean close left for the generation in use; 0 without one."""
+    def _saved_fresh(self) -> int | None:
+        """The `writes_since_build` a clean close left for the generation in use, if it did."""
         try:
             generation, count = _fresh_file(self.home).read_text(encoding="utf-8").split()
-            return int(count) if generation == self.path.name else 0
+            return int(count) if generation == self.path.name else None
         except (FileNotFoundError, ValueError):
-            return 0
+            return None
 
     def flush(self) -> None:
         with self._lock, map_edge_faults():
@@ -356,7 +355,7 @@ class EdgeIndex:
         itself took 4.6 s. Bulk writers (import, reindex) call it when they finish."""
         with self._lock, map_edge_faults():
             self._shard.optimize()
-            self.writes_since_build = self._unindexed_estimate()
+            self.writes_since_build = 0  # what is left without a graph Edge scans by choice
 
     # -- rebuilding beside the shard in use (engine/upkeep.py) ---------------------------------
 
