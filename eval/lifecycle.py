@@ -6,8 +6,12 @@ Each session is imported at its own date (the clock follows the replay); in the 
 pass runs) follows each session, an hour later. After the replay every question of categories 1-4 is
 asked at max_items 50 and two token budgets: 1500 (the arms' main figures) and 600 (`tight`), where a
 summary's compression would show first. An item *covers* an evidence turn when it is that turn's
-memory, or a memory made by reflect whose own text carries the turn's words (its normalised text,
-or the key sentence a summary took from it); `derived_from` alone never counts.
+memory, or a memory made by reflect with the turn among its members, and the text the pack shows for
+it holds every sentence of the turn: a turn the packer shortened, or a summary line the pack left
+out, covers nothing. Neither `derived_from` nor a memory's stored text alone ever counts: until this
+was so, a summary shown with two of its lines was credited with all of them. A pack *holds a
+duplicate* when two of the memories it shows (a group's members, not the stored text of the summary
+that heads them) say the same thing.
 """
 
 from __future__ import annotations
@@ -78,8 +82,11 @@ class _Arm:
     """What one arm's replay left: the engine's final records, the packs, and reflect's totals."""
 
     name: str
-    # max_tokens -> question id -> packed memory ids, in order (and the tokens the pack used)
+    # max_tokens -> question id -> packed memory ids, in order; the text shown for each; the memories
+    # shown (a group's members in place of its holder); the tokens used
     packs: dict[int, dict[str, list[str]]] = field(default_factory=dict)
+    blocks: dict[int, dict[str, list[str]]] = field(default_factory=dict)
+    shown: dict[int, dict[str, list[str]]] = field(default_factory=dict)
     tokens: dict[int, dict[str, int]] = field(default_factory=dict)
     records: dict[str, Memory] = field(default_factory=dict)
     vectors: dict[str, np.ndarray] = field(default_factory=dict)
@@ -96,7 +103,13 @@ class _Coverage:
         self.turn_text = {d.id: d.text for d in docs}
         self._cache: dict[str, frozenset[str]] = {}
 
+    def shown(self, memory: Memory, block: str) -> frozenset[str]:
+        """The turns an item covers: those `covers` finds in the memory whose words `block`, the text the
+        pack shows for it, holds whole."""
+        return frozenset(doc for doc in self.covers(memory) if carries(block, self.turn_text[doc]))
+
     def covers(self, memory: Memory) -> frozenset[str]:
+        """The turns a memory stands for: its own, or the members its stored text carries."""
         if memory.id in self._cache:
             return self._cache[memory.id]
         own = self.doc_of.get(memory.id)
@@ -160,6 +173,12 @@ def _ask(engine: MemoryEngine, dataset: Dataset, arm: _Arm) -> None:
                 engine, Principal(owner_id=query.group), query.text, max_items=PACK_ITEMS, max_tokens=budget
             )
             arm.packs.setdefault(budget, {})[query.id] = [item.id for item in pack.items]
+            arm.blocks.setdefault(budget, {})[query.id] = list(pack.blocks)
+            folded: dict[str, list[str]] = {}
+            for c in pack.retrieval_plan.collapsed:
+                if c.reason == "grouped":
+                    folded.setdefault(c.into, []).append(c.id)
+            arm.shown.setdefault(budget, {})[query.id] = [m for i in pack.items for m in folded.get(i.id, [i.id])]
             arm.tokens.setdefault(budget, {})[query.id] = pack.budget.used_tokens
             arm.collapsed[budget] += len(pack.retrieval_plan.collapsed)
 
@@ -182,12 +201,13 @@ def _arm_scores(arm: _Arm, dataset: Dataset, coverage: _Coverage, budget: int = 
     for query in questions:
         evidence = set(query.relevant)
         packed = [arm.records[i] for i in packs[query.id]]
+        shown = [coverage.shown(m, block) for m, block in zip(packed, arm.blocks[budget][query.id], strict=True)]
         for k in recall:
-            covered = set().union(*(coverage.covers(m) for m in packed[:k])) if packed else set()
+            covered = set().union(*shown[:k]) if shown else set()
             recall[k] += len(evidence & covered) / len(evidence)
-        everything = set().union(*(coverage.covers(m) for m in packed)) if packed else set()
+        everything = set().union(*shown) if shown else set()
         complete += evidence <= everything
-        duplicates += _has_duplicate(packed, arm.vectors)
+        duplicates += _has_duplicate([arm.records[i] for i in arm.shown[budget][query.id]], arm.vectors)
     count = len(questions)
     return {
         "queries": count,
@@ -201,6 +221,8 @@ def _arm_scores(arm: _Arm, dataset: Dataset, coverage: _Coverage, budget: int = 
 
 
 def _has_duplicate(packed: Sequence[Memory], vectors: dict[str, np.ndarray]) -> bool:
+    """Whether two of the memories a pack shows say the same thing: one's words inside the other's, or
+    vectors at least DUPLICATE_COSINE apart. A group is its members, each shown once under its header."""
     texts = [normalise(m.content) for m in packed]
     for i in range(len(texts)):
         for j in range(i + 1, len(texts)):

@@ -1,9 +1,10 @@
 """Pure ranking: fusing the two channels, the priors of a query's speaker, dates and keys, blending recency
-and importance, collapsing restatements, and packing under an exact token budget."""
+and importance, collapsing restatements, grouping what reflect made, and packing under an exact token budget."""
 
 from .blend import W_IMPORTANCE, W_RECENCY, Ranked, rank_candidates, recency
 from .dates import DATE_BOOST, TimeWindow, query_window
 from .fusion import RRF_K, FusedCandidate, fuse_convex, fuse_rrf
+from .grouping import MIN_GROUP, Group, fold_groups, group_candidate
 from .keys import KEY_BOOST, may_name_keys, names_key, query_terms
 from .packing import ELLIPSIS, MIN_SHORTENED_TOKENS, Pack, PackCandidate, PackedItem, pack_context
 from .priors import with_priors
@@ -16,6 +17,7 @@ __all__ = [
     "ELLIPSIS",
     "ENCODING_NAME",
     "KEY_BOOST",
+    "MIN_GROUP",
     "MIN_SHORTENED_TOKENS",
     "NEAR_DUPLICATE_COSINE",
     "RRF_K",
@@ -25,6 +27,7 @@ __all__ = [
     "Addressed",
     "Collapsed",
     "FusedCandidate",
+    "Group",
     "Pack",
     "PackCandidate",
     "PackedItem",
@@ -33,8 +36,10 @@ __all__ = [
     "TokenCounter",
     "addressed_speaker",
     "collapse_restatements",
+    "fold_groups",
     "fuse_convex",
     "fuse_rrf",
+    "group_candidate",
     "may_name_keys",
     "names_key",
     "pack_context",

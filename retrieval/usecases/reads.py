@@ -19,20 +19,32 @@ from ..domain import (
     MAX_SEARCH_LIMIT,
     READ,
     Memory,
+    MemoryStatus,
     MemoryType,
     Principal,
     ValidationError,
-    carries,
     check_field,
     check_query,
     check_range,
+    format_time,
     optional_time,
     parse_time,
     require,
     spoken,
 )
 from ..engine import MemoryEngine
-from ..ranking import Collapsed, PackCandidate, collapse_restatements, names_key, pack_context, query_terms
+from ..ranking import (
+    MIN_GROUP,
+    Collapsed,
+    Pack,
+    PackCandidate,
+    collapse_restatements,
+    fold_groups,
+    group_candidate,
+    names_key,
+    pack_context,
+    query_terms,
+)
 from .results import (
     Budget,
     ContextPack,
@@ -46,7 +58,7 @@ from .results import (
     SearchResult,
     SearchResults,
 )
-from .retrieve import CANDIDATE_DEPTH, PACK_WINDOW, Hydrated, hybrid_retrieve, hydrate, read_filters
+from .retrieve import CANDIDATE_DEPTH, PACK_WINDOW, Hydrated, Retrieval, hybrid_retrieve, hydrate, read_filters
 from .writes import visible_memory
 
 __all__ = [
@@ -82,52 +94,62 @@ def _candidate(memory: Memory) -> PackCandidate:
     )
 
 
-def _is_summary(memory: Memory) -> bool:
-    return bool(memory.derived_from) and "\n" in memory.content
+def _holders(engine: MemoryEngine, read: list[Hydrated], retrieval: Retrieval) -> tuple[list[Hydrated], list[Hydrated]]:
+    """The read split into what reflect made that only groups (ranking/grouping.py) and the rest.
 
-
-def _reach(read: list[Hydrated], max_items: int, max_tokens: int, engine: MemoryEngine) -> dict[str, tuple[float, str]]:
-    """The memories this question reaches, with their scores and spoken texts: what a pack of the same
-    budget holds when nothing reflect made takes part, and every memory scoring at least the last of them."""
-    plain = [h for h in read if not h.memory.derived_from]
-    pack = pack_context([_candidate(h.memory) for h in plain], max_items, max_tokens, engine.tokens)
-    if not pack.items:
-        return {}
-    bar = min(plain[item.rank].ranked.score for item in pack.items)
-    return {
-        h.memory.id: (h.ranked.score, spoken(h.memory.content, h.memory.speaker))
-        for h in plain
-        if h.ranked.score >= bar
+    A summary or promotion of several memories groups while every member it names is live (active,
+    admitted by this read, not expired): their words are then in the ranking as themselves. One with a
+    member gone (archived, forgotten, expired) is the only place left that holds that member's words,
+    so it is ranked as itself among the rest; so is a promotion of one memory (a durable copy of it),
+    which the restatement collapse then shows once, as the better ranked of the two."""
+    made = [h for h in read if h.memory.derived_from]
+    if not made:
+        return [], read
+    members = engine.store.get_many(sorted({m for h in made for m in h.memory.derived_from}))
+    now = format_time(engine.clock())
+    live = {
+        i
+        for i, m in members.items()
+        if m.status == MemoryStatus.ACTIVE
+        and retrieval.filters.admits(m)
+        and not (m.expires_at and m.expires_at <= now)
     }
+    holders = [h for h in made if len(h.memory.derived_from) >= MIN_GROUP and set(h.memory.derived_from) <= live]
+    grouping = {h.memory.id for h in holders}
+    return holders, [h for h in read if h.memory.id not in grouping]
 
 
-def _focused(read: list[Hydrated], reach: dict[str, tuple[float, str]]) -> list[Hydrated]:
-    """Each summary as this question needs it: its heading and, best first, the lines of the members
-    the question reaches (`_reach`); a summary with no such line is left out. A line of a member it
-    does not reach would spend the budget on what the pack leaves out anyway, and that member stays in
-    the ranking as itself (the restatement collapse, which runs next, hides only members whose words
-    the shown lines hold). A member's line is one whose every sentence it holds (`carries`).
-
-    Measured on the lifecycle replay (docs/evaluation.md): summaries shown whole held all of a
-    question's evidence less often than no reflect at all; shown this way, more often."""
-    focused: list[Hydrated] = []
-    for hydrated in read:
-        memory = hydrated.memory
-        if not _is_summary(memory):
-            focused.append(hydrated)
-            continue
-        heading, *lines = memory.content.split("\n")
-        members = [reach[m] for m in memory.derived_from if m in reach]
-        kept: list[tuple[float, str]] = []
-        for line in lines:
-            scores = [score for score, text in members if carries(text, line.removeprefix("- "))]
-            if scores:
-                kept.append((max(scores), line))
-        if kept:
-            kept.sort(key=lambda pair: -pair[0])
-            content = "\n".join([heading, *(line for _, line in kept)])
-            focused.append(replace(hydrated, memory=replace(memory, content=content)))
-    return focused
+def _grouped(
+    engine: MemoryEngine, ranked: list[Hydrated], holders: list[Hydrated], max_items: int, max_tokens: int
+) -> tuple[Pack, list[Hydrated], list[Collapsed]]:
+    """Pack `ranked`; then, when reflect's memories group two or more of what it holds, pack again with
+    each group one block at its best member's place (its score and components), its other members
+    taken out: the header each would have carried is room for the next memories. What it packs, which
+    memory each item shows, and the members each group shows."""
+    pack = pack_context([_candidate(h.memory) for h in ranked], max_items, max_tokens, engine.tokens)
+    whole = [ranked[item.rank].memory for item in pack.items if not item.shortened]
+    groups = fold_groups(whole, [h.memory for h in holders]) if holders else []
+    if not groups:
+        return pack, [ranked[item.rank] for item in pack.items], []
+    group_of = {m.id: g for g in groups for m in g.members}
+    units: list[tuple[Hydrated, PackCandidate]] = []
+    placed: set[str] = set()
+    for h in ranked:
+        group = group_of.get(h.memory.id)
+        if group is None:
+            units.append((h, _candidate(h.memory)))
+        elif group.holder.id not in placed:
+            placed.add(group.holder.id)
+            units.append((Hydrated(h.ranked, group.holder), group_candidate(group)))
+    pack = pack_context([c for _, c in units], max_items, max_tokens, engine.tokens)
+    shown = [units[item.rank][0] for item in pack.items]
+    folded = [
+        Collapsed(m.id, g.holder.id, "grouped")
+        for g in groups
+        if g.holder.id in {h.memory.id for h in shown}
+        for m in g.members
+    ]
+    return pack, shown, folded
 
 
 def _above_floor(ranked: list[Hydrated], floor: float) -> list[Hydrated]:
@@ -195,32 +217,30 @@ def recall_context(
     )
     read = hydrate(engine, retrieval, PACK_WINDOW * max_items)
     floor = engine.settings.pack_relevance_floor if relevance_floor is None else relevance_floor
-    if any(_is_summary(h.memory) for h in read):
-        read = _focused(read, _reach(_above_floor(read, floor), max_items, max_tokens, engine))
+    holders, read = _holders(engine, read, retrieval)
     window, collapsed = _without_restatements(engine, read)
     ranked = _above_floor(window, floor)
-    candidates = [_candidate(h.memory) for h in ranked]
-    pack = pack_context(candidates, max_items, max_tokens, engine.tokens)
-    engine.read_tracker.record([item.id for item in pack.items], question=query)
+    pack, shown, folded = _grouped(engine, ranked, holders, max_items, max_tokens)
+    engine.read_tracker.record([h.memory.id for h in shown] + [c.id for c in folded], question=query)
     items = tuple(
         PackItem(
-            id=ranked[item.rank].memory.id,
-            type=ranked[item.rank].memory.type.value,
-            path=ranked[item.rank].memory.path,
-            score=round(ranked[item.rank].ranked.score, 6),
+            id=h.memory.id,
+            type=h.memory.type.value,
+            path=h.memory.path,
+            score=round(h.ranked.score, 6),
             tokens=item.tokens,
             shortened=item.shortened,
-            created_at=ranked[item.rank].memory.created_at,
-            occurred_at=ranked[item.rank].memory.occurred_at,
+            created_at=h.memory.created_at,
+            occurred_at=h.memory.occurred_at,
         )
-        for item in pack.items
+        for item, h in zip(pack.items, shown, strict=True)
     )
-    packed = {item.id for item in pack.items}
+    packed = {h.memory.id for h in shown} | {c.id for c in folded}
     plan = replace(
         retrieval.plan,
         relevance_floor=floor,
-        items=tuple({"id": ranked[i.rank].memory.id, **ranked[i.rank].ranked.components()} for i in pack.items),
-        collapsed=tuple(c for c in collapsed if c.into in packed),
+        items=tuple({"id": h.memory.id, **h.ranked.components()} for h in shown),
+        collapsed=tuple(c for c in collapsed if c.into in packed) + tuple(folded),
         dropped=tuple(_left_out(window, ranked, packed, max_items)),
     )
     return ContextPack(

@@ -10,7 +10,7 @@ import pytest
 
 from compactor import ReflectRequest, ReflectSettings, reflect
 from compactor.scripts import script_of
-from retrieval import ConflictError, Principal, get_memory, import_records, recall_context
+from retrieval import ConflictError, Principal, archive_memory, get_memory, import_records, recall_context
 from retrieval.domain import format_time
 
 NOW = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
@@ -143,17 +143,38 @@ def test_an_exclusion_from_another_plan_writes_nothing(engine) -> None:  # type:
     assert reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True)) == dry
 
 
-def test_a_summary_in_a_tight_pack_shows_the_lines_the_question_reaches(engine) -> None:  # type: ignore[no-untyped-def]
-    """Under a budget that holds about two notes, the bug's summary shows the fix first and leaves out
-    the report of the symptom: a line of a member the question does not reach would spend the budget
-    on what the pack leaves out anyway (retrieval/usecases/reads.py, `_focused`)."""
-    reflect(engine, ALICE, WEEK)
+def test_a_summary_groups_the_notes_a_pack_holds_under_one_header_and_never_takes_a_place_of_its_own(engine) -> None:  # type: ignore[no-untyped-def]
+    """While its members are live, the bug's summary never ranks as an item of its own: the three notes
+    a pack holds are shown once, as one block under the summary's id (one header, not three), each
+    note whole; the tokens saved are left for further memories (retrieval/ranking/grouping.py)."""
     question = "What does refunds/amount.py use now?"
-    whole = recall_context(engine, ALICE, question, max_tokens=1500)
+    before = recall_context(engine, ALICE, question, max_tokens=1500)
+    summary = reflect(engine, ALICE, WEEK)["summaries"][0]["id"]
+    after = recall_context(engine, ALICE, question, max_tokens=1500)
+    bug = ids_of(engine, [t for _, t in BUG])
+    assert set(bug) <= {item.id for item in before.items}
+    assert summary in {item.id for item in after.items} and not set(bug) & {item.id for item in after.items}
+    assert {(c.id, c.into, c.reason) for c in after.retrieval_plan.collapsed} >= {(b, summary, "grouped") for b in bug}
+    block = after.blocks[[item.id for item in after.items].index(summary)]
+    for _, text in BUG:
+        assert after.context_text.count(text) == 1 and f"- {text}" in block  # each note whole, once
+    assert "Summary of" not in after.context_text  # the heading is the summary's own text, not shown
+    assert after.budget.used_tokens < before.budget.used_tokens  # two headers saved, nothing else lost
+    assert {t for _, t in BUG + OTHER if t in before.context_text} <= {
+        t for _, t in BUG + OTHER if t in after.context_text
+    }
     tight = recall_context(engine, ALICE, question, max_tokens=90)
-    symptom = "refunds for JPY orders were 100x too large"
-    assert FIX_SENTENCE in whole.context_text and symptom in whole.context_text
-    assert FIX_SENTENCE in tight.context_text and symptom not in tight.context_text
-    lines = tight.context_text.split("\n")
-    assert lines[1].startswith("Summary of 3 related memories") and FIX_SENTENCE in lines[2]  # best first
-    assert tight.budget.used_tokens <= 90
+    assert FIX_SENTENCE in tight.context_text and tight.budget.used_tokens <= 90
+
+
+def test_a_summary_whose_member_was_archived_is_ranked_as_itself(engine) -> None:  # type: ignore[no-untyped-def]
+    """Archived, the symptom's note is no longer in the ranking; the summary is then the only memory
+    holding its words, so it takes a place of its own, heading and all."""
+    summary = reflect(engine, ALICE, WEEK)["summaries"][0]["id"]
+    symptom = ids_of(engine, [BUG[0][1]])[0]
+    archive_memory(engine, ALICE, symptom)
+    pack = recall_context(engine, ALICE, "Which orders had refunds that were too large?", max_tokens=1500)
+    ids = [item.id for item in pack.items]
+    assert summary in ids and symptom not in ids
+    assert "Summary of 3 related memories" in pack.blocks[ids.index(summary)]
+    assert "refunds for JPY orders were 100x too large" in pack.context_text
