@@ -6,13 +6,18 @@ Each setting builds its own shard of `--points` dense vectors in a fresh process
 that setting's own; a search-only setting, such as a larger `hnsw_ef`, builds the default shard),
 with the payload and filter that production searches use, then answers the same real query
 embeddings twice: approximately, as production does, and exactly (a full scan), which gives
-recall@10 of the approximate answer. Document vectors are synthesised from 4,096 real embeddings of
-synthetic notes (the benchmark's method, eval/bench.py); queries are real embeddings. The dense
-channel alone is measured: the sparse BM25 channel is not changed by these settings.
+recall@10 of the approximate answer, and the same at production's candidate depth (the dense list
+the hybrid fusion ranks from, retrieval/usecases/retrieve.py CANDIDATE_DEPTH): recall of the exact
+top 50 and the share of the exact top 10 that the approximate top 50 holds, so the fusion sees it.
+Document vectors are synthesised from 4,096 real embeddings of synthetic notes (the benchmark's
+method, eval/bench.py); queries are real embeddings. The dense channel alone is measured: the sparse
+BM25 channel is not changed by these settings, and synthesised vectors have no text to match.
 
 Reports, per setting: build seconds (upserts, then the HNSW build), search p50/p95/p99, recall@10
 against exact search, the shard's resident memory (RSS growth over the build and the searches),
-the process's peak RSS and disk, with ratios against `default` (production's own).
+the process's peak RSS and disk, with ratios against `default` (Edge's defaults: float32 vectors and
+the search's own `hnsw_ef`, production until float16 and SEARCH_EF 128 became its settings, the
+`production` row).
 """
 
 from __future__ import annotations
@@ -31,13 +36,18 @@ from typing import Any
 import numpy as np
 import psutil
 
+from retrieval import RetrievalSettings
+from retrieval.index import EDGE_DATATYPES
+from retrieval.index import SEARCH_EF as PRODUCTION_EF
+from retrieval.usecases import CANDIDATE_DEPTH
+
 from .bench import SAMPLE_SIZE, _percentiles, _sample_vectors, sample_cache, synthetic_queries
 
 BATCH = 2048
 
 
 def _settings() -> dict[str, Callable[[int], Any]]:
-    """Each setting's EdgeConfig for `dimension`; `default` is what retrieval.index.edge creates.
+    """Each setting's EdgeConfig for `dimension`; `production` is what retrieval.index.edge creates.
     A setting that changes only the search (SEARCH_EF) builds the default shard."""
     import qdrant_edge as qe
 
@@ -61,11 +71,12 @@ def _settings() -> dict[str, Callable[[int], Any]]:
         "hnsw-m32": config(hnsw=qe.HnswIndexConfig(m=32, ef_construct=200, full_scan_threshold=10_000)),
         "hnsw-m8": config(hnsw=qe.HnswIndexConfig(m=8, ef_construct=64, full_scan_threshold=10_000)),
         "search-ef128": config(),
+        "production": config(datatype=EDGE_DATATYPES[RetrievalSettings.model_fields["index_vector_datatype"].default]),
     }
 
 
-#: Settings that search the default shard with another `hnsw_ef` (candidates kept while searching).
-SEARCH_EF = {"search-ef128": 128}
+#: Settings that search with another `hnsw_ef` (candidates kept while searching) than Edge's default.
+SEARCH_EF = {"search-ef128": 128, "production": PRODUCTION_EF}
 
 
 def _vectors(points: int, dimension_source: np.ndarray, seed: int = 5) -> np.ndarray:
@@ -80,7 +91,6 @@ def _vectors(points: int, dimension_source: np.ndarray, seed: int = 5) -> np.nda
 
 def _real_embeddings(queries: int) -> tuple[np.ndarray, np.ndarray]:
     """(sample of real note embeddings, real query embeddings), the notes from the evaluation cache."""
-    from retrieval import RetrievalSettings
     from retrieval.encoding import open_embedder
 
     with tempfile.TemporaryDirectory(prefix="xmemo-edge-settings-") as tmp:
@@ -127,10 +137,11 @@ def measure(name: str, points: int, arrays: Path) -> dict[str, Any]:
         shard.optimize()
         build_seconds = time.perf_counter() - started
 
-        def search(vector: np.ndarray, exact: bool) -> list[int]:
-            params = qe.SearchParams(exact=True) if exact else qe.SearchParams(hnsw_ef=SEARCH_EF.get(name))
+        def search(vector: np.ndarray, exact: bool, limit: int = 10) -> list[int]:
+            ef = SEARCH_EF.get(name)
+            params = qe.SearchParams(exact=True) if exact else qe.SearchParams(hnsw_ef=ef and max(ef, limit))
             request = qe.QueryRequest(
-                limit=10, query=qe.Query.Nearest(vector.tolist(), using="dense"), filter=flt, params=params
+                limit=limit, query=qe.Query.Nearest(vector.tolist(), using="dense"), filter=flt, params=params
             )
             return [int(point.id) for point in shard.query(request)]
 
@@ -143,17 +154,25 @@ def measure(name: str, points: int, arrays: Path) -> dict[str, Any]:
             latencies.append(time.perf_counter() - started)
         resident = process.memory_info().rss - before  # the shard's own, after its build and searches
         truth = [search(vector, exact=True) for vector in queries]
+        deep = [search(vector, exact=False, limit=CANDIDATE_DEPTH) for vector in queries]
+        deep_truth = [search(vector, exact=True, limit=CANDIDATE_DEPTH) for vector in queries]
         shard.flush()
         disk = sum(p.stat().st_size for p in Path(tmp).rglob("*") if p.is_file())
         shard.close()
-    recall = float(np.mean([len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(found, truth, strict=True)]))
+
+    def recall_of(answers: list[list[int]], truths: list[list[int]]) -> float:
+        shares = [len(set(a) & set(b)) / max(1, len(b)) for a, b in zip(answers, truths, strict=True)]
+        return round(float(np.mean(shares)), 4)
+
     return {
         "setting": name,
         "points": points,
         "upsert_s": round(upsert_seconds, 3),
         "build_s": round(build_seconds, 3),
         "search_ms": _percentiles(latencies),
-        "recall_at_10": round(recall, 4),
+        "recall_at_10": recall_of(found, truth),
+        f"recall_at_{CANDIDATE_DEPTH}": recall_of(deep, deep_truth),
+        f"top10_in_{CANDIDATE_DEPTH}": recall_of(deep, truth),
         "shard_rss_mb": round(resident / 2**20, 1),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1),
         "disk_mb": round(disk / 2**20, 1),
@@ -205,16 +224,17 @@ def run_study(points: int, queries: int, names: list[str]) -> dict[str, Any]:
 def format_report(report: dict[str, Any]) -> str:
     lines = [
         f"Qdrant Edge settings, {report['points']} points, {report['queries']} queries ({report['vectors']})",
-        "| setting | build s | search p50 / p95 / p99 ms | recall@10 | shard RSS MB | peak RSS MB | disk MB | "
-        "vs default (build, p50, shard RSS, disk) |",
-        "|---|---|---|---|---|---|---|---|",
+        f"| setting | build s | search p50 / p95 / p99 ms | recall@10 | recall@{CANDIDATE_DEPTH} | top 10 in "
+        f"{CANDIDATE_DEPTH} | shard RSS MB | peak RSS MB | disk MB | vs default (build, p50, shard RSS, disk) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report["settings"]:
         ratio = row.get("vs_default", {})
         search = row["search_ms"]
         lines.append(
             f"| {row['setting']} | {row['build_s']} | {search['p50']} / {search['p95']} / {search['p99']} | "
-            f"{row['recall_at_10']} | {row['shard_rss_mb']} | {row['peak_rss_mb']} | {row['disk_mb']} | "
+            f"{row['recall_at_10']} | {row[f'recall_at_{CANDIDATE_DEPTH}']} | {row[f'top10_in_{CANDIDATE_DEPTH}']} | "
+            f"{row['shard_rss_mb']} | {row['peak_rss_mb']} | {row['disk_mb']} | "
             f"{ratio.get('build', '-')}, {ratio.get('search_p50', '-')}, {ratio.get('shard_rss', '-')}, "
             f"{ratio.get('disk', '-')} |"
         )

@@ -138,7 +138,8 @@ FIELD_DOCS: dict[str, str] = {
     "lifecycle": "Expiries, decays and archives.",
     "filters": "The filters the pass ran with.",
     "index_points": "How many points the vector index holds.",
-    "into": "The packed memory a restatement was collapsed into (its words are there).",
+    "into": "The packed memory a restatement was collapsed into, or the summary a member was grouped under "
+    "(its words are there).",
     "reason": "Why, in a word: a collapse's or a drop's cause, or what a reflect change rests on.",
     # audit and history
     "action": "What was done: create, edit, archive, restore, forget, or reflect's summarize, promote, expire, decay.",

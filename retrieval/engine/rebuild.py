@@ -103,7 +103,7 @@ def build(settings: RetrievalSettings, target: Path, dimension: int, embedder_na
         model = _ServersModel(settings, store.get_meta("embedding_model"), embedder_name, dimension)
         cache = _ReadOnlyCache(engine=store.sql_engine) if store.is_postgresql else _ReadOnlyCache(settings.cache_path)
         feed = IndexFeed(settings, CachedEmbedder(model, cache), SparseEncoder(), space)
-        index = EdgeIndex(target, dimension, 1)
+        index = EdgeIndex(target, dimension, 1, settings.index_vector_datatype)
         total = 0
         try:
             batch = []

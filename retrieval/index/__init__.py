@@ -10,6 +10,7 @@ from .base import (
     DENSE,
     KEYWORD_FIELDS,
     RANKING_FIELDS,
+    SEARCH_EF,
     SPARSE,
     IndexFilter,
     IndexHit,
@@ -18,6 +19,7 @@ from .base import (
     payload_for,
     point_for,
 )
+from .edge import DATATYPES as EDGE_DATATYPES
 from .edge import EdgeIndex, remove_shards, shards_exist
 from .factory import open_index
 
@@ -26,8 +28,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DENSE",
+    "EDGE_DATATYPES",
     "KEYWORD_FIELDS",
     "RANKING_FIELDS",
+    "SEARCH_EF",
     "SPARSE",
     "EdgeIndex",
     "IndexFilter",

@@ -16,6 +16,7 @@ __all__ = [
     "DENSE",
     "KEYWORD_FIELDS",
     "RANKING_FIELDS",
+    "SEARCH_EF",
     "SPARSE",
     "IndexFilter",
     "IndexHit",
@@ -57,6 +58,12 @@ class IndexHit:
 
 
 RANKING_FIELDS = ["occurred_ts", "importance", "speaker"]
+
+# Candidates a dense search keeps while it walks the HNSW graph (the engine's default is the result's
+# size, here the candidate depth): at 200,000 points that walk missed about 6 % of the true top 10,
+# 128 recovers most of it for a few percent more search time (docs/evaluation.md, "What Qdrant
+# Edge's settings change"). Below the full-scan threshold a search is exact anyway.
+SEARCH_EF = 128
 
 
 @dataclass(frozen=True, slots=True)

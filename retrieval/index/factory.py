@@ -15,10 +15,20 @@ def open_index(settings: RetrievalSettings, dimension: int) -> VectorIndex:
         if settings.qdrant_url == ":memory:" or settings.qdrant_url.startswith("path:"):
             location = None if settings.qdrant_url.startswith("path:") else ":memory:"
             path = settings.qdrant_url.removeprefix("path:") if location is None else None
-            return ServerIndex(dimension, settings.qdrant_collection, location=location, path=path)
+            return ServerIndex(
+                dimension,
+                settings.qdrant_collection,
+                location=location,
+                path=path,
+                datatype=settings.index_vector_datatype,
+            )
         return ServerIndex(
-            dimension, settings.qdrant_collection, url=settings.qdrant_url, api_key=settings.qdrant_api_key
+            dimension,
+            settings.qdrant_collection,
+            url=settings.qdrant_url,
+            api_key=settings.qdrant_api_key,
+            datatype=settings.index_vector_datatype,
         )
     from .edge import EdgeIndex
 
-    return EdgeIndex(settings.edge_path, dimension, settings.edge_search_threads)
+    return EdgeIndex(settings.edge_path, dimension, settings.edge_search_threads, settings.index_vector_datatype)

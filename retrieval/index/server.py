@@ -11,7 +11,7 @@ from qdrant_client import QdrantClient, models
 
 from ..encoding import SparseVector
 from ..storage import map_server_faults
-from .base import DENSE, KEYWORD_FIELDS, RANKING_FIELDS, SPARSE, IndexFilter, IndexHit, IndexPoint, hit_from
+from .base import DENSE, KEYWORD_FIELDS, RANKING_FIELDS, SEARCH_EF, SPARSE, IndexFilter, IndexHit, IndexPoint, hit_from
 
 T = TypeVar("T")
 
@@ -48,9 +48,13 @@ class ServerIndex:
         api_key: str | None = None,
         location: str | None = None,
         path: str | None = None,
+        datatype: str = "float16",
     ) -> None:
         self.dimension = dimension
+        self.datatype = datatype  # of a collection this index creates; an existing one keeps its own
         self.collection = collection
+        # a server walks the HNSW graph; local mode always searches exactly and warns at search params
+        self._remote = url is not None
         with map_server_faults(f"cannot reach Qdrant ({url or location or path})"):
             if url is not None:
                 self._client = QdrantClient(url=url, api_key=api_key, timeout=10)
@@ -68,6 +72,7 @@ class ServerIndex:
                     size=self.dimension,
                     distance=models.Distance.COSINE,
                     multivector_config=models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM),
+                    datatype=models.Datatype(self.datatype),
                 )
             },
             sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
@@ -118,6 +123,7 @@ class ServerIndex:
                     using=DENSE,
                     limit=dense_limit,
                     filter=condition,
+                    params=models.SearchParams(hnsw_ef=max(SEARCH_EF, dense_limit)) if self._remote else None,
                     with_payload=RANKING_FIELDS,
                 )
             )

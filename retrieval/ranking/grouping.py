@@ -7,8 +7,9 @@ among the rest held all of a question's evidence less often than packs without t
 (docs/evaluation.md). So while its members are live, such a memory never takes a place in the ranking:
 it only groups. When two or more of the memories a pack holds are its members, word for word, they
 are shown together under its one header, each line with its speaker (and its day, when they span
-several), and the header each of them would have carried is saved for further memories. Nothing
-shown is lost and nothing is shown that the pack would not have held.
+several), and the header each of them would have carried is room for further memories. Nothing the
+plain pack shows is lost: a regrouped pack that would push out or cut any of it is not used
+(usecases/reads.py `_grouped`; dated lines can outweigh the headers they save).
 """
 
 from __future__ import annotations

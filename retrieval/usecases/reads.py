@@ -19,7 +19,6 @@ from ..domain import (
     MAX_SEARCH_LIMIT,
     READ,
     Memory,
-    MemoryStatus,
     MemoryType,
     Principal,
     ValidationError,
@@ -58,7 +57,16 @@ from .results import (
     SearchResult,
     SearchResults,
 )
-from .retrieve import CANDIDATE_DEPTH, PACK_WINDOW, Hydrated, Retrieval, hybrid_retrieve, hydrate, read_filters
+from .retrieve import (
+    CANDIDATE_DEPTH,
+    PACK_WINDOW,
+    Hydrated,
+    Retrieval,
+    expired,
+    hybrid_retrieve,
+    hydrate,
+    read_filters,
+)
 from .writes import visible_memory
 
 __all__ = [
@@ -97,23 +105,18 @@ def _candidate(memory: Memory) -> PackCandidate:
 def _holders(engine: MemoryEngine, read: list[Hydrated], retrieval: Retrieval) -> tuple[list[Hydrated], list[Hydrated]]:
     """The read split into what reflect made that only groups (ranking/grouping.py) and the rest.
 
-    A summary or promotion of several memories groups while every member it names is live (active,
-    admitted by this read, not expired): their words are then in the ranking as themselves. One with a
-    member gone (archived, forgotten, expired) is the only place left that holds that member's words,
-    so it is ranked as itself among the rest; so is a promotion of one memory (a durable copy of it),
-    which the restatement collapse then shows once, as the better ranked of the two."""
+    A summary or promotion of several memories groups while every member it names is live (admitted by
+    this read's filters, which admit only active memories to a pack, and not expired): their words are
+    then in the ranking as themselves. One with a member gone (archived, forgotten, expired, or outside
+    this read's filters) is the only place left that holds that member's words here, so it is ranked
+    as itself among the rest; so is a promotion of one memory (a durable copy of it), which the
+    restatement collapse then shows once, as the better ranked of the two."""
     made = [h for h in read if h.memory.derived_from]
     if not made:
         return [], read
     members = engine.store.get_many(sorted({m for h in made for m in h.memory.derived_from}))
     now = format_time(engine.clock())
-    live = {
-        i
-        for i, m in members.items()
-        if m.status == MemoryStatus.ACTIVE
-        and retrieval.filters.admits(m)
-        and not (m.expires_at and m.expires_at <= now)
-    }
+    live = {i for i, m in members.items() if retrieval.filters.admits(m) and not expired(m, now)}
     holders = [h for h in made if len(h.memory.derived_from) >= MIN_GROUP and set(h.memory.derived_from) <= live]
     grouping = {h.memory.id for h in holders}
     return holders, [h for h in read if h.memory.id not in grouping]
@@ -121,35 +124,53 @@ def _holders(engine: MemoryEngine, read: list[Hydrated], retrieval: Retrieval) -
 
 def _grouped(
     engine: MemoryEngine, ranked: list[Hydrated], holders: list[Hydrated], max_items: int, max_tokens: int
-) -> tuple[Pack, list[Hydrated], list[Collapsed]]:
+) -> tuple[Pack, list[Hydrated], list[Collapsed], dict[str, int]]:
     """Pack `ranked`; then, when reflect's memories group two or more of what it holds, pack again with
     each group one block at its best member's place (its score and components), its other members
-    taken out: the header each would have carried is room for the next memories. What it packs, which
-    memory each item shows, and the members each group shows."""
+    taken out: the header each would have carried is room for further memories. The second pack is
+    kept only when it shows, whole, everything the first showed whole (as itself or in a group's
+    block) and the first's other items too: a group's dated lines can outweigh the headers they save,
+    and then grouping would push out or cut what the plain ranking chose. What it packs, which memory
+    each item shows, the members each group shows, and each memory's place in the list it packed from
+    (a member at its group's)."""
     pack = pack_context([_candidate(h.memory) for h in ranked], max_items, max_tokens, engine.tokens)
+    plain: tuple[Pack, list[Hydrated], list[Collapsed], dict[str, int]] = (
+        pack,
+        [ranked[item.rank] for item in pack.items],
+        [],
+        {h.memory.id: i for i, h in enumerate(ranked)},
+    )
     whole = [ranked[item.rank].memory for item in pack.items if not item.shortened]
     groups = fold_groups(whole, [h.memory for h in holders]) if holders else []
     if not groups:
-        return pack, [ranked[item.rank] for item in pack.items], []
+        return plain
     group_of = {m.id: g for g in groups for m in g.members}
     units: list[tuple[Hydrated, PackCandidate]] = []
-    placed: set[str] = set()
+    position: dict[str, int] = {}
     for h in ranked:
         group = group_of.get(h.memory.id)
+        if group is not None and group.holder.id in position:
+            position[h.memory.id] = position[group.holder.id]
+            continue
+        position[h.memory.id] = len(units)
         if group is None:
             units.append((h, _candidate(h.memory)))
-        elif group.holder.id not in placed:
-            placed.add(group.holder.id)
+        else:
+            position[group.holder.id] = len(units)
             units.append((Hydrated(h.ranked, group.holder), group_candidate(group)))
-    pack = pack_context([c for _, c in units], max_items, max_tokens, engine.tokens)
-    shown = [units[item.rank][0] for item in pack.items]
-    folded = [
-        Collapsed(m.id, g.holder.id, "grouped")
-        for g in groups
-        if g.holder.id in {h.memory.id for h in shown}
-        for m in g.members
-    ]
-    return pack, shown, folded
+    regrouped = pack_context([c for _, c in units], max_items, max_tokens, engine.tokens)
+    shown = [units[item.rank][0] for item in regrouped.items]
+    whole_now = {units[item.rank][0].memory.id for item in regrouped.items if not item.shortened}
+    held_now = {h.memory.id for h in shown}
+    for g in groups:
+        if g.holder.id in whole_now:
+            whole_now.update(m.id for m in g.members)
+        if g.holder.id in held_now:
+            held_now.update(m.id for m in g.members)
+    if not {m.id for m in whole} <= whole_now or not {ranked[i.rank].memory.id for i in pack.items} <= held_now:
+        return plain
+    folded = [Collapsed(m.id, g.holder.id, "grouped") for g in groups for m in g.members]
+    return regrouped, shown, folded, position
 
 
 def _above_floor(ranked: list[Hydrated], floor: float) -> list[Hydrated]:
@@ -160,14 +181,14 @@ def _above_floor(ranked: list[Hydrated], floor: float) -> list[Hydrated]:
     return [h for h in ranked if h.ranked.score >= bar]
 
 
-def _left_out(window: list[Hydrated], ranked: list[Hydrated], packed: set[str], max_items: int) -> list[Dropped]:
+def _left_out(window: list[Hydrated], position: dict[str, int], packed: set[str], max_items: int) -> list[Dropped]:
     """The memories read for a pack that it left out, best first, each with why.
 
-    `floor`: below the relevance floor. `budget`: among the top `max_items` above it, kept out by the
+    `position` is each memory's place in the list the pack was made from (`_grouped`); one it lacks
+    is below the relevance floor: `floor`. `budget`: among the top `max_items` places, kept out by the
     token budget (these are what `budget.dropped_items` counts). `item_limit`: further down, beyond
     what `max_items` would take even with tokens to spare.
     """
-    position = {h.memory.id: rank for rank, h in enumerate(ranked)}
     left: list[Dropped] = []
     for h in window:
         rank = position.get(h.memory.id)
@@ -220,7 +241,7 @@ def recall_context(
     holders, read = _holders(engine, read, retrieval)
     window, collapsed = _without_restatements(engine, read)
     ranked = _above_floor(window, floor)
-    pack, shown, folded = _grouped(engine, ranked, holders, max_items, max_tokens)
+    pack, shown, folded, position = _grouped(engine, ranked, holders, max_items, max_tokens)
     engine.read_tracker.record([h.memory.id for h in shown] + [c.id for c in folded], question=query)
     items = tuple(
         PackItem(
@@ -241,7 +262,7 @@ def recall_context(
         relevance_floor=floor,
         items=tuple({"id": h.memory.id, **h.ranked.components()} for h in shown),
         collapsed=tuple(c for c in collapsed if c.into in packed) + tuple(folded),
-        dropped=tuple(_left_out(window, ranked, packed, max_items)),
+        dropped=tuple(_left_out(window, position, packed, max_items)),
     )
     return ContextPack(
         PACK_VERSION,

@@ -110,12 +110,12 @@ def hydrate(engine: MemoryEngine, retrieval: Retrieval, want: int) -> list[Hydra
         records = engine.store.get_many([r.id for r in chunk])
         for r in chunk:
             memory = records.get(r.id)
-            if memory is not None and retrieval.filters.admits(memory) and not _expired(memory, now):
+            if memory is not None and retrieval.filters.admits(memory) and not expired(memory, now):
                 found.append(Hydrated(r, memory))
     return found[:want]
 
 
-def _expired(memory: Memory, now: str) -> bool:
+def expired(memory: Memory, now: str) -> bool:
     """Past its expiry: stored times are one fixed-width UTC format, so text order is time order."""
     return memory.expires_at is not None and memory.expires_at <= now
 

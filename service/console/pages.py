@@ -50,14 +50,16 @@ LIST_FILTERS = ("path_prefix", "memory_type", "status", "bucket", "team_id", "sc
 ACTIONS = ("summarize", "promote", "expire", "decay", "archive")
 SEARCH_MODES = {"words": "words", "meaning": "meaning"}  # content contains the text; ranked as agents' recall ranks
 # Why a memory read for a pack is not in it (retrieval_plan.dropped) or is there as another's words
-# (retrieval_plan.collapsed, retrieval.restatements), in words a person reads.
+# (retrieval_plan.collapsed: retrieval/ranking/restatements.py, and grouping.py for `grouped`), in words a
+# person reads.
 LEFT_OUT_REASONS = {
     "budget": "budget: among the top max items, kept out by the token budget",
     "item_limit": "item limit: beyond max items",
     "floor": "floor: scored below the relevance floor",
     "contained": "contained: its words are in the kept memory",
     "near-duplicate": "near-duplicate: almost the same meaning as the kept memory",
-    "derived": "derived: reflect made one from the other, and the kept one carries its words",
+    "carried": "carried: the kept memory holds every sentence of it",
+    "grouped": "grouped: shown as a line under the summary that holds it, with its other members",
 }
 
 

@@ -74,7 +74,10 @@ class RetrievalPlanOut(BaseModel):
     query: QueryReadingOut = Field(description="what the query was read to say")
     relevance_floor: float | None
     items: list[dict[str, Any]] = Field(description="each packed item's id and score components")
-    collapsed: list[CollapsedOut] = Field(description="restatements collapsed into a packed item")
+    collapsed: list[CollapsedOut] = Field(
+        description="memories shown as another packed item: restatements collapsed into it, and members "
+        "grouped under a summary's header"
+    )
     dropped: list[DroppedOut] = Field(description="memories read for the pack and left out, with why")
 
 

@@ -12,6 +12,9 @@ from retrieval.encoding import SparseEncoder
 from retrieval.index import EdgeIndex, IndexFilter, IndexPoint, ServerIndex
 from tests.support import BACKENDS, FakeEmbedder
 
+# New shards keep float16 vectors, and Edge computes their scores at that precision: a cosine is
+# within about 1e-3 of float32's (0.99933 for a vector against itself), exact scores of a float32 store.
+FLOAT16_SCORE = 2e-3
 embedder = FakeEmbedder()
 sparse = SparseEncoder()
 
@@ -100,7 +103,7 @@ def test_bm25_ranks_exact_terms_and_hits_carry_ranking_payload(index):
     assert bm25[0].occurred_ts == 1004.0 and bm25[0].importance == 0.5
     dense, _ = _search(index, "team b plans the payment gateway migration", flt)
     assert _ids(dense)[0] == 4
-    assert dense[0].score == pytest.approx(1.0, abs=1e-5)
+    assert dense[0].score == pytest.approx(1.0, abs=FLOAT16_SCORE)
 
 
 def test_status_payload_update_hides_and_delete_removes(index):
@@ -118,7 +121,8 @@ def test_status_payload_update_hides_and_delete_removes(index):
 def test_dense_vectors_round_trip(index):
     target = str(uuid.UUID(int=2))
     vectors = index.dense_vectors([target])
-    assert np.allclose(vectors[target], embedder.embed([DOCS[1][3]])[0], atol=1e-5)
+    # to the float16 that new shards keep (about 3 decimal digits)
+    assert np.allclose(vectors[target], embedder.embed([DOCS[1][3]])[0], atol=1e-3)
 
 
 def test_reset_empties(index):
@@ -151,4 +155,4 @@ def test_dense_scores_are_exact_cosines_of_the_named_points(index):
     assert set(scores) == set(wanted[:2])
     for point_id in wanted[:2]:
         text = DOCS[uuid.UUID(point_id).int - 1][3]
-        assert scores[point_id] == pytest.approx(float(embedder.embed([text])[0] @ query), abs=1e-5)
+        assert scores[point_id] == pytest.approx(float(embedder.embed([text])[0] @ query), abs=FLOAT16_SCORE)
