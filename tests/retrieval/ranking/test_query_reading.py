@@ -37,6 +37,7 @@ def _day(moment: float) -> str:
         ("How many videos have I watched in the past few weeks?", "2023-04-29", "2023-05-21"),
         ("the concerts I went to in the past two months", "2023-03-21", "2023-05-21"),
         ("the races I ran during the past month", "2023-04-20", "2023-05-21"),
+        ("what did we ship on 5/12", "2023-05-12", "2023-05-13"),
     ],
 )
 def test_a_date_phrase_resolves_to_a_window_as_wide_as_it_is_precise(query, start, end):
@@ -53,6 +54,9 @@ def test_a_date_phrase_resolves_to_a_window_as_wide_as_it_is_precise(query, star
         "we should order 3 pizzas",
         "How many weeks ago did I attend the sale?",
         "How many days ago did I meet Emma?",
+        "why did release 4.2 fail (12)",  # a bare number is no day of this month
+        "what caused incident 1234",  # nor a year
+        "purity rate of up to 50%",
     ],
 )
 def test_a_query_without_a_date_has_no_window(query):
