@@ -114,9 +114,12 @@ def _holders(engine: MemoryEngine, read: list[Hydrated], retrieval: Retrieval) -
     made = [h for h in read if h.memory.derived_from]
     if not made:
         return [], read
-    members = engine.store.get_many(sorted({m for h in made for m in h.memory.derived_from}))
-    now = format_time(engine.clock())
-    live = {i for i, m in members.items() if retrieval.filters.admits(m) and not expired(m, now)}
+    live = {h.memory.id for h in read}  # hydrate read each of these and found it admitted and not expired
+    others = sorted({m for h in made for m in h.memory.derived_from} - live)
+    if others:
+        now = format_time(engine.clock())
+        members = engine.store.get_many(others)
+        live |= {i for i, m in members.items() if retrieval.filters.admits(m) and not expired(m, now)}
     holders = [h for h in made if len(h.memory.derived_from) >= MIN_GROUP and set(h.memory.derived_from) <= live]
     grouping = {h.memory.id for h in holders}
     return holders, [h for h in read if h.memory.id not in grouping]
