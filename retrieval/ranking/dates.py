@@ -22,21 +22,16 @@ DATE_BOOST = 0.2
 
 _MONTHS = "january|february|march|april|may|june|july|august|september|october|november|december"
 _WEEKDAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
+_DATE_TERMS = rf"{_MONTHS}|{_WEEKDAYS}|yesterday|today|tonight|ago|last|past|next|(?:day|week|month|year)s?"
 # Only a phrase with one of these says a date; dateparser also reads words such as "we" as dates.
-_DATE_WORD = re.compile(
-    rf"\b({_MONTHS}|{_WEEKDAYS}|yesterday|today|tonight|ago|last|past|next|(?:day|week|month|year)s?"
-    rf"|\d{{4}}|\d{{1,2}}(st|nd|rd|th)?)\b",
-    re.IGNORECASE,
-)
+_DATE_WORD = re.compile(rf"\b({_DATE_TERMS}|\d{{4}}|\d{{1,2}}(st|nd|rd|th)?)\b", re.IGNORECASE)
 # What sends a question to dateparser: a date word, a year of this or the last century, an ordinal day
 # or a day/month; not any other number, which dateparser reads as a day of this month ("release 4.2",
 # "ticket 12") or as a year ("incident 1234"). Parsing such numbers took 6 % of a loaded server's GIL
-# (`python -m eval.load`, docs/evaluation.md) and gave no window on the evaluations' questions but two
-# wrong ones ("up to 50%" read as a day).
+# (`python -m eval.load`, docs/evaluation.md) and gave no window on the evaluations' questions but three
+# wrong ones ("up to 50%" read as a day, "7489 base pairs" as a year).
 _PARSE_WORTHY = re.compile(
-    rf"\b({_MONTHS}|{_WEEKDAYS}|yesterday|today|tonight|ago|last|past|next|(?:day|week|month|year)s?"
-    rf"|(?:19|20)\d{{2}}|\d{{1,2}}(st|nd|rd|th)|\d{{1,2}}/\d{{1,2}})\b",
-    re.IGNORECASE,
+    rf"\b({_DATE_TERMS}|(?:19|20)\d{{2}}|\d{{1,2}}(st|nd|rd|th)|\d{{1,2}}/\d{{1,2}})\b", re.IGNORECASE
 )
 _DAY = re.compile(rf"\b({_WEEKDAYS}|yesterday|today|tonight|days?)\b|\b\d{{1,2}}(st|nd|rd|th)?\b", re.IGNORECASE)
 _WEEK = re.compile(r"\bweeks?\b", re.IGNORECASE)
