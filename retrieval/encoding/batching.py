@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import queue
 import threading
 from abc import ABC, abstractmethod
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 
@@ -13,21 +13,39 @@ import numpy as np
 __all__ = ["BatchingEmbedder", "InferenceBatcher"]
 
 
+_Job = tuple[list[str], bool, Future[np.ndarray]]
+
+
 class InferenceBatcher:
     """Runs the model on one thread and merges the texts of concurrent callers into one batch.
 
     Under concurrent load, callers that each ran the model at once oversubscribed the cores (every
     call used all of torch's threads); one inference thread with dynamic batching does the same work
     in fewer, larger forward passes. A caller alone pays one hand-off (tens of microseconds).
+
+    Queries (`embed_query_later`: a read waits on each) and documents (`embed`: a write's texts, an
+    import's batch) wait in two lanes. When both hold work, the thread takes them in turn, so a query
+    waits for at most one batch of documents, and writes still get every other turn however many
+    reads come. In one lane, first come is first served. A batch of queries takes every query
+    waiting; a batch of documents takes at most DOCUMENT_BATCH_TEXTS texts (a larger job, such as an
+    import's, goes alone). With one queue, a recall's query waited behind the notes of every write
+    before it: once writes stopped queueing on the write lock instead, a loaded server's recall p50
+    tripled (docs/evaluation.md, "Load").
     """
 
     MAX_BATCH_TEXTS = 256
+    # On one core a note's text takes about 6.6 ms in a batch: 8 of them hold a query up about 50 ms.
+    # Larger document batches save little (the model is bound by its matrix products) and made a
+    # loaded server's recall p50 2x-3x; smaller ones cut the writes' throughput (measured there).
+    DOCUMENT_BATCH_TEXTS = 8
 
     def __init__(self, run: Callable[[list[str], bool], np.ndarray]) -> None:
         self._run = run
-        self._queue: queue.Queue[tuple[list[str], bool, Future[np.ndarray]]] = queue.Queue()
+        self._queries: deque[_Job] = deque()
+        self._documents: deque[_Job] = deque()
+        self._waiting = threading.Condition()
+        self._documents_next = False
         self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.embed_query_later(text).result()
@@ -43,30 +61,39 @@ class InferenceBatcher:
         return self.submit(list(texts), False).result()
 
     def submit(self, texts: list[str], single: bool) -> Future[np.ndarray]:
-        """Queue `texts` for the model's thread; the future holds their vectors (a single text's
-        vector alone). A future cancelled before its batch runs (an MCP request cancelled, a server
-        shutting down) is left out of the batch."""
-        with self._lock:
+        """Queue `texts` for the model's thread (a single text in the queries' lane); the future holds
+        their vectors (a single text's vector alone). A future cancelled before its batch runs (an
+        MCP request cancelled, a server shutting down) is left out of the batch."""
+        done: Future[np.ndarray] = Future()
+        with self._waiting:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._serve, name="xmemo-embedder", daemon=True)
                 self._thread.start()
-        done: Future[np.ndarray] = Future()
-        self._queue.put((texts, single, done))
+            (self._queries if single else self._documents).append((texts, single, done))
+            self._waiting.notify()
         return done
+
+    def _next_batch(self) -> list[_Job]:
+        """The jobs of the next batch: from one lane, in turn when both wait, up to the lane's number of
+        texts (a larger job goes alone)."""
+        with self._waiting:
+            while not self._queries and not self._documents:
+                self._waiting.wait()
+            lane = self._documents if self._documents and (self._documents_next or not self._queries) else self._queries
+            self._documents_next = lane is self._queries
+            limit = self.MAX_BATCH_TEXTS if lane is self._queries else self.DOCUMENT_BATCH_TEXTS
+            jobs = [lane.popleft()]
+            count = len(jobs[0][0])
+            while lane and count + len(lane[0][0]) <= limit:
+                job = lane.popleft()
+                jobs.append(job)
+                count += len(job[0])
+            return jobs
 
     def _serve(self) -> None:
         while True:
-            jobs = [self._queue.get()]
-            count = len(jobs[0][0])
-            while count < self.MAX_BATCH_TEXTS:
-                try:
-                    job = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                jobs.append(job)
-                count += len(job[0])
             # A cancelled future (its caller went away) can no longer take a result: leave it out.
-            jobs = [job for job in jobs if job[2].set_running_or_notify_cancel()]
+            jobs = [job for job in self._next_batch() if job[2].set_running_or_notify_cancel()]
             if not jobs:
                 continue
             texts = [text for job in jobs for text in job[0]]

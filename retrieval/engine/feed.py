@@ -28,25 +28,43 @@ class IndexFeed:
 
     def vectors_for(self, memories: Sequence[Memory]) -> np.ndarray:
         """Dense vectors of these memories from their tenants' cache entries (domain/texts.py: a team
-        memory's team, else its owner), encoding the rest."""
-        self.space.check()
-        texts = [embedding_text(m) for m in memories]
-        with map_sql_faults("the embedding cache failed"):
-            return self.embedder.embed_with_digests(texts, [embed_digest(m) for m in memories])
+        memory's team, else its owner), encoding the rest. Their units are encoded in the same call
+        and kept in the cache, so that the write that follows finds them there: encoded under the
+        write lock, they made every writer wait for the model (59 % of a loaded `remember`'s time)."""
+        return self.vectors_and_units(memories)[0]
 
     def units_for(self, memories: Sequence[Memory]) -> list[np.ndarray | None]:
         """The vectors of each memory's dense units (domain/texts.py unit_texts), from the cache or
         encoded; None for a memory matched by its whole text alone."""
+        per_memory = self._unit_texts(memories)
+        return self._split(per_memory, self._encode(memories, per_memory, whole=False))
+
+    def vectors_and_units(self, memories: Sequence[Memory]) -> tuple[np.ndarray, list[np.ndarray | None]]:
+        """Whole-text vectors and unit vectors of these memories, asked of the cache and the model at once."""
+        per_memory = self._unit_texts(memories)
+        vectors = self._encode(memories, per_memory, whole=True)
+        return vectors[: len(memories)], self._split(per_memory, vectors[len(memories) :])
+
+    def _unit_texts(self, memories: Sequence[Memory]) -> list[list[str]]:
         if self.settings.dense_units == "whole":
-            return [None] * len(memories)
+            return [[] for _ in memories]
         pairs = self.settings.dense_units == "sentences+pairs"
-        per_memory = [unit_texts(m, pairs) for m in memories]
-        texts = [text for units in per_memory for text in units]
-        if not texts:
-            return [None] * len(memories)
-        digests = [memory_digest(m, text) for m, units in zip(memories, per_memory, strict=True) for text in units]
+        return [unit_texts(m, pairs) for m in memories]
+
+    def _encode(self, memories: Sequence[Memory], per_memory: list[list[str]], *, whole: bool) -> np.ndarray:
+        """The vectors of the whole texts (when `whole`), then of every unit in order."""
+        texts = [embedding_text(m) for m in memories] if whole else []
+        digests = [embed_digest(m) for m in memories] if whole else []
+        for memory, units in zip(memories, per_memory, strict=True):
+            texts += units
+            digests += [memory_digest(memory, text) for text in units]
+        if whole:
+            self.space.check()
         with map_sql_faults("the embedding cache failed"):
-            vectors = self.embedder.embed_with_digests(texts, digests)
+            return self.embedder.embed_with_digests(texts, digests)
+
+    @staticmethod
+    def _split(per_memory: list[list[str]], vectors: np.ndarray) -> list[np.ndarray | None]:
         found: list[np.ndarray | None] = []
         start = 0
         for units in per_memory:
@@ -57,8 +75,9 @@ class IndexFeed:
     def points(self, memories: Sequence[Memory], dense: np.ndarray | None = None) -> list[IndexPoint]:
         """The index points of these memories; `dense` when their whole-text vectors are at hand."""
         if dense is None:
-            dense = self.vectors_for(memories)
-        units = self.units_for(memories)
+            dense, units = self.vectors_and_units(memories)
+        else:
+            units = self.units_for(memories)
         return [
             point_for(m, dense[i], self.sparse.document(bm25_text(m), m.semantic_key), units[i])
             for i, m in enumerate(memories)

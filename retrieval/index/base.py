@@ -50,14 +50,18 @@ class IndexPoint:
 
 @dataclass(frozen=True, slots=True)
 class IndexHit:
+    """A point a search found, with the payload fields the ranking reads. `semantic_key` is "" for a
+    memory without one, and None for a point written before the payload held it (the record knows)."""
+
     id: str
     score: float
     occurred_ts: float = 0.0
     importance: float = 0.5
     speaker: str | None = None
+    semantic_key: str | None = None
 
 
-RANKING_FIELDS = ["occurred_ts", "importance", "speaker"]
+RANKING_FIELDS = ["occurred_ts", "importance", "speaker", "semantic_key"]
 
 # Candidates a dense search keeps while it walks the HNSW graph (the engine's default is the result's
 # size, here the candidate depth): at 200,000 points that walk missed about 6 % of the true top 10,
@@ -119,6 +123,7 @@ def payload_for(memory: Memory) -> dict[str, Any]:
         "importance": memory.importance,
         "occurred_ts": datetime.fromisoformat(memory.occurred_at.replace("Z", "+00:00")).timestamp(),
         "speaker": memory.speaker,
+        "semantic_key": memory.semantic_key or "",
     }
 
 
@@ -184,10 +189,12 @@ class VectorIndex(Protocol):
 def hit_from(point_id: str, score: float, payload: dict[str, Any] | None) -> IndexHit:
     payload = payload or {}
     speaker = payload.get("speaker")
+    key = payload.get("semantic_key")
     return IndexHit(
         point_id,
         float(score),
         float(payload.get("occurred_ts", 0.0)),
         float(payload.get("importance", 0.5)),
         speaker if isinstance(speaker, str) else None,
+        key if isinstance(key, str) else None,
     )

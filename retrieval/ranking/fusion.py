@@ -34,10 +34,11 @@ class FusedCandidate:
     occurred_ts: float = 0.0
     importance: float = 0.5
     speaker: str | None = None
+    semantic_key: str | None = None  # as IndexHit's: "" none, None not in the index's payload
 
 
 def _channels(dense: Sequence[IndexHit], bm25: Sequence[IndexHit]) -> dict[str, list]:  # type: ignore[type-arg]
-    """id -> [dense rank, dense score, bm25 rank, bm25 score, occurred_ts, importance, speaker]."""
+    """id -> [dense rank, dense score, bm25 rank, bm25 score, occurred_ts, importance, speaker, key]."""
     table: dict[str, list] = {}  # type: ignore[type-arg]
     for rank, hit in enumerate(dense, start=1):
         table.setdefault(hit.id, _row(hit))[0:2] = [rank, hit.score]
@@ -47,7 +48,7 @@ def _channels(dense: Sequence[IndexHit], bm25: Sequence[IndexHit]) -> dict[str, 
 
 
 def _row(hit: IndexHit) -> list:  # type: ignore[type-arg]
-    return [None, None, None, None, hit.occurred_ts, hit.importance, hit.speaker]
+    return [None, None, None, None, hit.occurred_ts, hit.importance, hit.speaker, hit.semantic_key]
 
 
 def _ranked(table: dict[str, list], scores: dict[str, float]) -> list[FusedCandidate]:  # type: ignore[type-arg]

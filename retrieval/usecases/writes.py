@@ -169,7 +169,9 @@ def remember(engine: MemoryEngine, principal: Principal, request: RememberReques
     require(principal, WRITE)
     now = format_time(engine.clock())
     memory = new_memory(principal, request, now, auto_type(request))
-    vector = engine.vectors_for([memory])
+    # The model encodes before the write lock, units included; a unit made of the session's previous
+    # turn uses the tail read here, and if another turn lands in between, the write encodes it again.
+    vector = engine.vectors_for([with_session_context(engine, memory)])
 
     def write(work: UnitOfWork) -> WriteResult:
         if memory.semantic_key is not None:
@@ -188,7 +190,8 @@ def remember(engine: MemoryEngine, principal: Principal, request: RememberReques
 
 
 def with_session_context(engine: MemoryEngine, memory: Memory) -> Memory:
-    """Attach the session's preceding turns (domain/texts.py SESSION_CONTEXT_TURNS); call under the write lock."""
+    """Attach the session's preceding turns (domain/texts.py SESSION_CONTEXT_TURNS). Under the write
+    lock for the record; before it, only as a guess."""
     if memory.session_id is None or memory.context is not None:
         return memory
     turns = engine.store.session_tail(memory.owner_id, memory.session_id, SESSION_CONTEXT_TURNS)
@@ -265,12 +268,13 @@ def update_state(
     )
     now = format_time(engine.clock())
     memory = replace(new_memory(principal, request, now, MemoryType.WORKING), state_key=state_key)
+    vector = engine.vectors_for([memory])  # before the write lock, as remember
 
     def write(work: UnitOfWork) -> WriteResult:
-        result = _remember_keyed(work, memory, "state_key", state_key, now)
+        result = _remember_keyed(work, memory, "state_key", state_key, now, vector)
         if result is not None:
             return result
-        work.insert([memory])
+        work.insert([memory], vector)
         return WriteResult(memory, "created")
 
     return _keyed_write(engine, write)
@@ -306,9 +310,10 @@ def add_event(
     )
     now = format_time(engine.clock())
     memory = replace(new_memory(principal, request, now, MemoryType.EPISODIC), event_type=event_type)
+    vector = engine.vectors_for([with_session_context(engine, memory)])  # before the write lock, as remember
     with engine.writing() as work:
         memory = with_session_context(engine, memory)
-        work.insert([memory])
+        work.insert([memory], vector)
     return WriteResult(memory, "created")
 
 

@@ -61,6 +61,55 @@ def test_a_caller_that_goes_away_before_its_batch_runs_is_left_out_and_the_model
     assert all("gone" not in batch for batch in model.batches)
 
 
+def test_a_query_waits_for_at_most_one_batch_of_documents_and_documents_still_get_their_turn():
+    """Reads' queries and writes' notes wait in two lanes that the model's thread takes in turn: with
+    one queue a recall's query waited behind every write queued before it."""
+    model = _Model()
+    batcher = InferenceBatcher(model)
+    first = batcher.submit(["note 0"], False)
+    assert model.running.wait(60)  # the model's thread is inside the first batch (documents)
+    later = [
+        batcher.submit(["note 1", "note 1b"], False),
+        batcher.embed_query_later("query 1"),
+        batcher.submit(["note 2"], False),
+        batcher.embed_query_later("query 2"),
+    ]
+    model.release.set()
+    assert first.result(60).tolist() == [[6.0, 1.0]]
+    assert [np.asarray(f.result(60)).tolist() for f in later] == [
+        [[6.0, 1.0], [7.0, 1.0]],
+        [7.0, 1.0],
+        [[6.0, 1.0]],
+        [7.0, 1.0],
+    ]
+    # the queries queued after notes go first; then the notes, all in one batch
+    assert model.batches == [["note 0"], ["query 1", "query 2"], ["note 1", "note 1b", "note 2"]]
+
+    model = _Model()
+    batcher = InferenceBatcher(model)
+    first = batcher.embed_query_later("query 0")
+    assert model.running.wait(60)
+    later = [batcher.submit(["note 1"], False), batcher.embed_query_later("query 1"), batcher.submit(["note 2"], False)]
+    model.release.set()
+    for future in [first, *later]:
+        future.result(60)
+    # after a batch of queries the waiting notes take their turn, however many queries are queued
+    assert model.batches == [["query 0"], ["note 1", "note 2"], ["query 1"]]
+
+    model = _Model()
+    batcher = InferenceBatcher(model)
+    first = batcher.embed_query_later("query 0")
+    assert model.running.wait(60)
+    size = InferenceBatcher.DOCUMENT_BATCH_TEXTS
+    import_job = batcher.submit([f"line {i}" for i in range(3 * size)], False)
+    writes = [batcher.submit([f"note {i}"] * (size // 2), False) for i in range(3)]
+    model.release.set()
+    for future in [first, import_job, *writes]:
+        future.result(60)
+    # a job larger than a document batch goes alone; the others fill batches of at most that many texts
+    assert [len(batch) for batch in model.batches] == [1, 3 * size, size, size // 2]
+
+
 class _Counting(FakeEmbedder):
     def __init__(self) -> None:
         self.queries: list[str] = []

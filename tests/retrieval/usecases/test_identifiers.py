@@ -162,3 +162,27 @@ def test_the_memory_keyed_by_an_identifier_leads_the_notes_that_mention_it(make_
     # A plain word of a key names nothing: the ops note, not the pool's key, answers an ops question.
     pack = recall_context(engine, ALICE, "ops status of the payments gateway", max_items=3)
     assert names[pack.items[0].id] == "ops", [names[i.id] for i in pack.items]
+
+
+def test_points_written_before_the_payload_held_keys_are_boosted_from_the_record(make_engine, real_embedder) -> None:  # type: ignore[no-untyped-def]
+    """The index's payload carries each memory's key, so a query naming one reads no record; a shard
+    written by an earlier release lacks the field until it is built again, and its keys come from SQL."""
+    engine = make_engine(real_embedder)
+    notes = {
+        "ticket": ("Refunds over 10,000 EUR time out in the payments gateway; the fix is in review.", "bug:PAY-2291"),
+        "standup": ("Standup: we talked about PAY-2291 again, Dana needs the gateway logs first.", None),
+    }
+    memories = {
+        name: remember(engine, ALICE, RememberRequest(content=text, path="notes", semantic_key=key)).memory
+        for name, (text, key) in notes.items()
+    }
+    names = {m.id: name for name, m in memories.items()}
+    query = "What is the status of PAY-2291?"
+    assert names[recall_context(engine, ALICE, query, max_items=2).items[0].id] == "ticket"
+    points = engine.feed.points(list(memories.values()))
+    assert [p.payload["semantic_key"] for p in points] == ["bug:PAY-2291", ""]
+    for point in points:
+        del point.payload["semantic_key"]
+    engine.index.upsert(points)
+    pack = recall_context(engine, ALICE, query, max_items=2)
+    assert names[pack.items[0].id] == "ticket" and pack.retrieval_plan.ranking["key_boost"] > 0
