@@ -3,11 +3,12 @@
 from .audit import list_audit
 from .options import ACTIONS, ReflectRequest
 from .reflect import prepare_plan, reflect
-from .report import render_reflect_text
+from .report import ReflectReport, render_reflect_text
 from .settings import ReflectSettings
 
 __all__ = [
     "ACTIONS",
+    "ReflectReport",
     "ReflectRequest",
     "ReflectSettings",
     "list_audit",

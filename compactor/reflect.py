@@ -4,21 +4,22 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection
+from dataclasses import replace
 from datetime import timedelta
-from typing import Any
 
 from retrieval import ConflictError, MemoryEngine, Principal, ValidationError
 from retrieval.domain import READ
+from retrieval.storage import actor_of
 
 from .apply import apply_plan
 from .options import ReflectRequest, resolve_options
 from .plan import PROPOSAL_PATTERN, Plan, plan_reflection
-from .report import PLAN_DIGEST_PATTERN, build_report, plan_digest
+from .report import PLAN_DIGEST_PATTERN, ReflectReport, build_report, plan_digest
 from .selection import read_snapshot
 from .settings import ReflectSettings
 from .summarizer import ExtractiveSummarizer, Summarizer
 
-__all__ = ["MAX_EXCLUDE", "actor_of", "check_exclude", "prepare_plan", "reflect"]
+__all__ = ["MAX_EXCLUDE", "check_exclude", "prepare_plan", "reflect"]
 
 MAX_EXCLUDE = 5000  # as many proposals as a pass of the largest limit can make
 
@@ -27,10 +28,6 @@ def default_summarizer(engine: MemoryEngine, settings: ReflectSettings) -> Summa
     return ExtractiveSummarizer(
         engine.tokens, settings.summary_max_sentences, settings.summary_max_tokens, settings.summary_diversity
     )
-
-
-def actor_of(principal: Principal) -> str:
-    return f"{principal.owner_id}/{principal.agent_id}" if principal.agent_id else principal.owner_id
 
 
 def prepare_plan(
@@ -92,7 +89,7 @@ def reflect(
     *,
     expected_plan: str | None = None,
     exclude: Collection[str] | None = None,
-) -> dict[str, Any]:
+) -> ReflectReport:
     """Run one pass and return its report; a dry run writes nothing.
 
     `expected_plan` is the `plan_digest` of a reviewed dry run: the pass plans again and, when the
@@ -120,8 +117,9 @@ def reflect(
     audit_ids = [] if request.dry_run else apply_plan(engine, plan, actor_of(principal))
     report = build_report(plan, audit_ids, dry_run=request.dry_run, with_content=READ in principal.scopes)
     if excluded:
-        report["plan_digest"] = plan_digest(whole)  # the digest a reviewer passes is the whole plan's
-        report["excluded"] = sorted(excluded)  # each a proposal of the whole plan (_check_the_rest)
+        # The digest a reviewer passes is the whole plan's; each excluded id is one of its proposals
+        # (_check_the_rest).
+        report = replace(report, plan_digest=plan_digest(whole), excluded=tuple(sorted(excluded)))
     return report
 
 

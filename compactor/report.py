@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from retrieval.domain import format_time
@@ -14,6 +16,7 @@ __all__ = [
     "MAX_TEXT_AUDIT_IDS",
     "MAX_TEXT_CANDIDATES",
     "PLAN_DIGEST_PATTERN",
+    "ReflectReport",
     "build_report",
     "plan_digest",
     "render_reflect_text",
@@ -23,6 +26,28 @@ MAX_TEXT_AUDIT_IDS = 20
 MAX_TEXT_CANDIDATES = 50  # a dry run's text lists this many candidates, then says how many more
 PREVIEW_CHARS = 100
 PLAN_DIGEST_PATTERN = r"^[0-9a-f]{64}$"
+
+
+@dataclass(frozen=True, slots=True)
+class ReflectReport:
+    """What one pass did (or, dry, would do): the contract's report, and for review each proposal's
+    `preview` and the proposals `excluded`. Each summary, promotion and lifecycle entry is the change's
+    detail (compactor/plan.py), with its reason."""
+
+    dry_run: bool
+    plan_id: str
+    plan_digest: str
+    actions: tuple[str, ...]
+    filters: Mapping[str, Any]
+    now: str
+    candidates: Mapping[str, int]
+    summaries: tuple[Mapping[str, Any], ...]
+    promotions: tuple[Mapping[str, Any], ...]
+    lifecycle: Mapping[str, tuple[Mapping[str, Any], ...]]
+    counts: Mapping[str, int]
+    audit_record_ids: tuple[str, ...]
+    excluded: tuple[str, ...]
+    preview: tuple[Mapping[str, Any], ...]
 
 
 def plan_digest(plan: Plan) -> str:
@@ -39,39 +64,39 @@ def plan_digest(plan: Plan) -> str:
     return hashlib.sha256(json.dumps(changes, separators=(",", ":")).encode()).hexdigest()
 
 
-def build_report(plan: Plan, audit_ids: list[str], *, dry_run: bool, with_content: bool = True) -> dict[str, Any]:
+def build_report(plan: Plan, audit_ids: list[str], *, dry_run: bool, with_content: bool = True) -> ReflectReport:
     """dry_run, actions, filters, summaries, promotions, lifecycle details, counts, audit_record_ids,
     and for review: each change's `proposal_id`, the proposals `excluded`, and a `preview` of each.
 
     A caller without memory:read (a write-only key doing a real run) gets ids and counts, not contents.
     """
 
-    def shown(detail: Any) -> dict[str, Any]:
-        item = dict(detail)
+    def shown(change: Change) -> dict[str, Any]:
+        item = dict(change.detail)
         if not with_content:
             item.pop("content", None)
-        return item
+        return item | {"reason": change.reason}
 
-    return {
-        "dry_run": dry_run,
-        "plan_id": plan.plan_id,
-        "plan_digest": plan_digest(plan),
-        "actions": list(plan.options.actions),
-        "filters": plan.options.describe(),
-        "now": format_time(plan.now),
-        "candidates": dict(plan.candidates),
-        "summaries": [shown(c.detail) | {"reason": c.reason} for c in plan.of("summarize")],
-        "promotions": [shown(c.detail) | {"reason": c.reason} for c in plan.of("promote")],
-        "lifecycle": {
-            "expired": [dict(c.detail) for c in plan.of("expire")],
-            "decayed": [dict(c.detail) for c in plan.of("decay")],
-            "archived": [dict(c.detail) for c in plan.of("archive")],
+    return ReflectReport(
+        dry_run=dry_run,
+        plan_id=plan.plan_id,
+        plan_digest=plan_digest(plan),
+        actions=tuple(plan.options.actions),
+        filters=plan.options.describe(),
+        now=format_time(plan.now),
+        candidates=dict(plan.candidates),
+        summaries=tuple(shown(c) for c in plan.of("summarize")),
+        promotions=tuple(shown(c) for c in plan.of("promote")),
+        lifecycle={
+            "expired": tuple(dict(c.detail) for c in plan.of("expire")),
+            "decayed": tuple(dict(c.detail) for c in plan.of("decay")),
+            "archived": tuple(dict(c.detail) for c in plan.of("archive")),
         },
-        "counts": plan.counts(),
-        "audit_record_ids": list(audit_ids),
-        "excluded": list(plan.excluded),
-        "preview": [_preview(change, with_content) for change in plan.changes],
-    }
+        counts=plan.counts(),
+        audit_record_ids=tuple(audit_ids),
+        excluded=tuple(plan.excluded),
+        preview=tuple(_preview(change, with_content) for change in plan.changes),
+    )
 
 
 def _preview(change: Change, with_content: bool) -> dict[str, Any]:
@@ -95,14 +120,14 @@ def _preview(change: Change, with_content: bool) -> dict[str, Any]:
     return item
 
 
-def render_reflect_text(report: dict[str, Any]) -> str:
+def render_reflect_text(report: ReflectReport) -> str:
     """The MCP text: Dry Run, Actions, the five counts, Audit Records and at most 20 audit ids."""
-    counts = report["counts"]
-    ids = report["audit_record_ids"]
+    counts = report.counts
+    ids = report.audit_record_ids
     lines = [
         "### Memory Reflect Report",
-        f"Dry Run: {'true' if report['dry_run'] else 'false'}",
-        f"Actions: {', '.join(report['actions'])}",
+        f"Dry Run: {'true' if report.dry_run else 'false'}",
+        f"Actions: {', '.join(report.actions)}",
         f"Summarized: {counts['summarized']}",
         f"Promoted: {counts['promoted']}",
         f"Expired: {counts['expired']}",
@@ -115,14 +140,14 @@ def render_reflect_text(report: dict[str, Any]) -> str:
         lines += [f"- {audit_id}" for audit_id in ids[:MAX_TEXT_AUDIT_IDS]]
         if len(ids) > MAX_TEXT_AUDIT_IDS:
             lines.append(f"... and {len(ids) - MAX_TEXT_AUDIT_IDS} more")
-    if report["dry_run"]:
+    if report.dry_run:
         lines += _candidate_lines(report)
     return "\n".join(lines)
 
 
-def _candidate_lines(report: dict[str, Any]) -> list[str]:
+def _candidate_lines(report: ReflectReport) -> list[str]:
     """After the contract's lines: each candidate of a dry run, and what the candidate limit left out."""
-    preview = report.get("preview", [])
+    preview = report.preview
     lines = ["", f"Candidates: {len(preview)}"]
     for item in preview[:MAX_TEXT_CANDIDATES]:
         ids = item["memory_ids"]
@@ -131,10 +156,10 @@ def _candidate_lines(report: dict[str, Any]) -> list[str]:
         lines.append(f"- {item['proposal_id']} [{shown}]{text}: {item['reason']}")
     if len(preview) > MAX_TEXT_CANDIDATES:
         lines.append(f"... and {len(preview) - MAX_TEXT_CANDIDATES} more candidates")
-    left_out = report.get("candidates", {}).get("left_out", 0)
+    left_out = report.candidates.get("left_out", 0)
     if left_out:
         lines.append(
             f"Left out: {left_out} episodes of the window were beyond the limit of "
-            f"{report['filters']['limit']}; run again, or raise the limit, to look at them"
+            f"{report.filters['limit']}; run again, or raise the limit, to look at them"
         )
     return lines

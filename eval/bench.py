@@ -162,7 +162,15 @@ def _worker(
     backend: str, encoder: str, memories: int, queries: int, qdrant_url: str | None, sampled: bool
 ) -> dict[str, Any]:
     """One backend and encoder, measured in this process: raw encoder, import, recall_context, RSS, disk."""
-    from retrieval import MemoryEngine, Principal, RetrievalSettings, import_records, recall_context
+    from retrieval import (
+        MemoryEngine,
+        Principal,
+        RecallRequest,
+        RetrievalSettings,
+        import_records,
+        prepare_read,
+        recall_context,
+    )
     from retrieval.domain import ReadFilters
     from retrieval.encoding import open_embedder
     from retrieval.index import IndexFilter
@@ -205,11 +213,11 @@ def _worker(
 
         texts = synthetic_queries(queries)
         for warm in synthetic_queries(10, seed=99):
-            recall_context(engine, principal, warm)
+            recall_context(engine, prepare_read(engine, principal, RecallRequest(query=warm)))
         latencies = []
         for query in texts:
             started = time.perf_counter()
-            recall_context(engine, principal, query)
+            recall_context(engine, prepare_read(engine, principal, RecallRequest(query=query)))
             latencies.append(time.perf_counter() - started)
         search_latencies = []
         dense_query = raw.embed(["warm"])[0]

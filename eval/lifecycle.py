@@ -31,7 +31,17 @@ import numpy as np
 from tqdm import tqdm
 
 from compactor import ReflectRequest, ReflectSettings, reflect
-from retrieval import Memory, MemoryEngine, MemoryStatus, Principal, RetrievalSettings, import_records, recall_context
+from retrieval import (
+    Memory,
+    MemoryEngine,
+    MemoryStatus,
+    Principal,
+    RecallRequest,
+    RetrievalSettings,
+    import_records,
+    prepare_read,
+    recall_context,
+)
 from retrieval.domain import carries, normalise, parse_time
 
 from .datasets import Dataset, Doc, Observation, Query
@@ -140,7 +150,7 @@ def _replay(
                 if reflected:
                     clock.moment = max(clock.moment, session.when + REFLECT_AFTER)
                     report = reflect(engine, owner, ReflectRequest(), settings)
-                    arm.totals.update(report["counts"])
+                    arm.totals.update(report.counts)
             clock.moment = sessions[-1].when + timedelta(days=1)
             _ask(engine, dataset, arm)
             if reflected:
@@ -169,9 +179,8 @@ def _questions(dataset: Dataset) -> list[Query]:
 def _ask(engine: MemoryEngine, dataset: Dataset, arm: _Arm) -> None:
     for query in tqdm(_questions(dataset), desc=f"ask {arm.name}", unit="q", file=sys.stderr, disable=None):
         for budget in (PACK_TOKENS, TIGHT_TOKENS):
-            pack = recall_context(
-                engine, Principal(owner_id=query.group), query.text, max_items=PACK_ITEMS, max_tokens=budget
-            )
+            asked = RecallRequest(query=query.text, max_items=PACK_ITEMS, max_tokens=budget)
+            pack = recall_context(engine, prepare_read(engine, Principal(owner_id=query.group), asked))
             arm.packs.setdefault(budget, {})[query.id] = [item.id for item in pack.items]
             arm.blocks.setdefault(budget, {})[query.id] = list(pack.blocks)
             folded: dict[str, list[str]] = {}
@@ -188,8 +197,8 @@ def _promotions_after_questions(engine: MemoryEngine, dataset: Dataset, settings
     promoted = Counter[str]()
     for group in sorted({q.group for q in _questions(dataset)}):
         report = reflect(engine, Principal.local(group), ReflectRequest(dry_run=True, actions_csv="promote"), settings)
-        promoted["by_reads"] += sum(1 for p in report["promotions"] if p.get("members") == 1 and "reads" in p)
-        promoted["all"] += report["counts"]["promoted"]
+        promoted["by_reads"] += sum(1 for p in report.promotions if p.get("members") == 1 and "reads" in p)
+        promoted["all"] += report.counts["promoted"]
     return dict(promoted)
 
 

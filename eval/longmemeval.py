@@ -32,7 +32,15 @@ from typing import Any
 
 from tqdm import tqdm
 
-from retrieval import MemoryEngine, Principal, RetrievalSettings, read_filters, recall_context
+from retrieval import (
+    MemoryEngine,
+    Principal,
+    RecallRequest,
+    RetrievalSettings,
+    prepare_read,
+    read_filters,
+    recall_context,
+)
 from retrieval.encoding import Embedder
 from retrieval.usecases import CANDIDATE_DEPTH, hybrid_retrieve
 
@@ -128,14 +136,10 @@ def evaluate_longmemeval(
                     ranked = [(back[r.id], r.score) for r in retrieval.ranked]
                     runs[strategy][query.id] = ranked
                     scores[strategy][query.id] = question_scores([d for d, _ in ranked], query)
-                packed = recall_context(
-                    engine,
-                    Principal(owner_id=OWNER),
-                    query.text,
-                    max_items=PACK_ITEMS,
-                    max_tokens=PACK_TOKENS,
-                    as_of=query.as_of,
+                request = RecallRequest(
+                    query=query.text, max_items=PACK_ITEMS, max_tokens=PACK_TOKENS, as_of=query.as_of
                 )
+                packed = recall_context(engine, prepare_read(engine, Principal(owner_id=OWNER), request))
                 held = {back[item.id] for item in packed.items}
                 pack[query.id] = {
                     "all_evidence_in_pack": float(set(query.relevant) <= held),

@@ -21,7 +21,16 @@ from typing import Any
 
 from tqdm import tqdm
 
-from retrieval import MemoryEngine, Principal, RetrievalSettings, import_records, read_filters, recall_context
+from retrieval import (
+    MemoryEngine,
+    Principal,
+    RecallRequest,
+    RetrievalSettings,
+    import_records,
+    prepare_read,
+    read_filters,
+    recall_context,
+)
 from retrieval.usecases import CANDIDATE_DEPTH, hybrid_retrieve
 
 from .datasets import Dataset
@@ -158,14 +167,8 @@ def _pack_at_floor(engine: MemoryEngine, dataset: Dataset, back: dict[str, str],
     for query in tqdm(
         queries, desc="pack" if floor is None else f"floor {floor}", unit="q", file=sys.stderr, disable=None
     ):
-        pack = recall_context(
-            engine,
-            Principal(owner_id=query.group),
-            query.text,
-            max_items=50,
-            max_tokens=PACK_MAX_TOKENS,
-            relevance_floor=floor,
-        )
+        asked = RecallRequest(query=query.text, max_items=50, max_tokens=PACK_MAX_TOKENS, relevance_floor=floor)
+        pack = recall_context(engine, prepare_read(engine, Principal(owner_id=query.group), asked))
         packed = {back[item.id] for item in pack.items}
         complete += set(query.relevant) <= packed
         found += len(set(query.relevant) & packed) / len(query.relevant)

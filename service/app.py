@@ -9,7 +9,7 @@ from retrieval import MemoryEngine
 from retrieval.encoding import Embedder
 
 from .api_docs import describe_openapi, name_operations
-from .console import ConsoleGate, console_pages
+from .console import ConsoleGate, console_pages, render_error_page
 from .docs_pages import add_offline_docs
 from .handlers import install_error_handlers
 from .keys import KeyStore
@@ -17,8 +17,8 @@ from .mcp_tools import build_mcp
 from .middleware import EdgeMiddleware, Metrics
 from .routes import memories, ops, recall, reflect, writes
 from .routes.deps import AppContext
+from .routes.responses import ERROR_RESPONSES
 from .runtime import Runtime
-from .schemas import ERROR_RESPONSES
 from .settings import ServiceSettings
 
 __all__ = ["create_app"]
@@ -70,5 +70,5 @@ def create_app(
     app.add_middleware(
         ConsoleGate, keys=keys, max_body_bytes=settings.max_body_bytes, metrics=metrics
     )  # outermost: the console's session cookie to a bearer key
-    install_error_handlers(app)
+    install_error_handlers(app, render_error_page)
     return app

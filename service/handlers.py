@@ -5,6 +5,7 @@ as JSON, and anything unexpected as a logged 500 that never shows its details.""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -15,8 +16,7 @@ from starlette.routing import Match
 
 from retrieval import XMemoError
 
-from .console import render_error_page
-from .schemas import pattern_words
+from .routes.bodies import pattern_words
 
 __all__ = ["error_response", "install_error_handlers"]
 
@@ -37,11 +37,14 @@ def _allowed_methods(app: FastAPI, request: Request) -> set[str]:
     return allowed
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, page_error: Callable[[Request, int, str], Response]) -> None:
+    """Every error as the contract answers it; a domain error of a console page (under /ui) as the page
+    `page_error` renders (the console's, handed in by create_app: this module is below the console)."""
+
     @app.exception_handler(XMemoError)
     async def _domain_error(request: Request, error: XMemoError) -> Response:
         if request.url.path.startswith("/ui"):
-            return render_error_page(request, error.status, error.message)
+            return page_error(request, error.status, error.message)
         return error_response(error.status, error.code, error.message)
 
     @app.exception_handler(RequestValidationError)

@@ -39,7 +39,7 @@ def reflect_every_owner(engine: MemoryEngine, settings: ServiceSettings) -> dict
         except ConflictError as error:
             log.warning(json.dumps({"event": "reflect_conflict", "owner_id": owner, "message": error.message}))
             continue
-        counts[owner] = dict(report["counts"])
+        counts[owner] = dict(report.counts)
         log.info(
             json.dumps(
                 {
@@ -47,7 +47,7 @@ def reflect_every_owner(engine: MemoryEngine, settings: ServiceSettings) -> dict
                     "owner_id": owner,
                     "dry_run": request.dry_run,
                     "counts": counts[owner],
-                    "audit_records": len(report["audit_record_ids"]),
+                    "audit_records": len(report.audit_record_ids),
                 }
             )
         )

@@ -1,10 +1,15 @@
-"""The MCP endpoint: each tool is a thin wrapper over the use case its REST route calls (the XMemo contract)."""
+"""The MCP endpoint: each tool is a thin wrapper over the use case its REST route calls (the XMemo contract).
+
+The tools are registered in groups (writes, reads, reflect, identity), each a function over one `_Tools`:
+what every tool needs, the engine getter and the reflect settings, and the two ways a use case runs (a
+read of a query as the REST routes run it, anything else on a worker thread)."""
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator
-from typing import Annotated, Any
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
 
 from anyio import to_thread
 from mcp.server.mcpserver import Context, MCPServer
@@ -13,9 +18,13 @@ from pydantic import WithJsonSchema
 
 from compactor import ReflectRequest, ReflectSettings, reflect, render_reflect_text
 from retrieval import (
+    LightRecallRequest,
     MemoryEngine,
+    PreparedRead,
     Principal,
+    RecallRequest,
     RememberRequest,
+    SearchRequest,
     XMemoError,
     recall,
     recall_context,
@@ -23,7 +32,8 @@ from retrieval import (
     render_context_text,
     search_memory,
 )
-from retrieval.usecases import render_identity_text, render_search_text
+from retrieval.domain import DEFAULT_PACK_ITEMS, DEFAULT_PACK_TOKENS, DEFAULT_RECALL_LIMIT, DEFAULT_SEARCH_LIMIT
+from retrieval.usecases import ReadRequest, render_identity_text, render_search_text
 
 from .api_docs import describe_tools
 from .loop_reads import read_for_query
@@ -35,6 +45,9 @@ __all__ = ["build_mcp"]
 # schema still tells clients the type.
 Integer = Annotated[Any, WithJsonSchema({"type": "integer"})]
 Number = Annotated[Any, WithJsonSchema({"type": "number"})]
+
+Request = TypeVar("Request", bound=ReadRequest)
+Result = TypeVar("Result")
 
 
 def _principal(ctx: Context) -> Principal:
@@ -54,35 +67,41 @@ def _tool_errors() -> Iterator[None]:
         raise ToolError(f"{error.status} {error.code}: {error.message}") from error
 
 
-def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSettings) -> MCPServer:
-    server: MCPServer = MCPServer(name="xmemo", instructions="Long-term memory for agents: remember, recall, reflect.")
+@dataclass(frozen=True, slots=True)
+class _Tools:
+    """What the tools share: the engine (opened in the app's lifespan) and reflect's settings."""
 
-    async def run(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    engine_of: Callable[[], MemoryEngine]
+    reflect_settings: ReflectSettings
+
+    async def run(self, function: Callable[..., Result], *args: Any, **kwargs: Any) -> Result:
         """Run a use case off the event loop; domain errors reach the client with the REST status."""
         with _tool_errors():
-            return await to_thread.run_sync(lambda: function(engine_of(), *args, **kwargs))
+            return await to_thread.run_sync(lambda: function(self.engine_of(), *args, **kwargs))
 
     async def read(
-        function: Callable[..., Any],
-        principal: Principal,
-        query: str,
-        *,
-        filters: dict[str, Any],
-        items: Any = None,
-        **kwargs: Any,
-    ) -> Any:
-        """A read of `query`, run as the REST routes run it (service/loop_reads.py read_for_query)."""
+        self,
+        ctx: Context,
+        build: Callable[[], Request],
+        use_case: Callable[[MemoryEngine, PreparedRead[Request]], Result],
+    ) -> Result:
+        """A read of a query, run as the REST routes run it (service/loop_reads.py); the request is built
+        inside, so that a refused one is the tool error REST's 422 is."""
         with _tool_errors():
-            engine = engine_of()
-            return await read_for_query(
-                engine,
-                principal,
-                query,
-                lambda vector: function(engine, principal, query, query_vector=vector, **kwargs, **filters),
-                items=items,
-                **filters,
-            )
+            return await read_for_query(self.engine_of(), _principal(ctx), build(), use_case)
 
+
+def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSettings) -> MCPServer:
+    server: MCPServer = MCPServer(name="xmemo", instructions="Long-term memory for agents: remember, recall, reflect.")
+    tools = _Tools(engine_of, reflect_settings)
+    _write_tools(server, tools)
+    _read_tools(server, tools)
+    _reflect_tools(server, tools)
+    _refuse_unknown_arguments(server)
+    return server
+
+
+def _write_tools(server: MCPServer, tools: _Tools) -> None:
     @server.tool(name="remember", description="Persist a memory (content at a logical path).")
     async def remember_tool(
         content: str,
@@ -100,30 +119,27 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         session_id: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> str:
-        principal = _principal(ctx)
-        result = await run(
-            remember,
-            principal,
-            RememberRequest(
-                content=content,
-                path=path,
-                memory_type=memory_type,
-                bucket=bucket,
-                scope=scope,
-                team_id=team_id,
-                importance=importance,
-                semantic_key=semantic_key,
-                dedupe=dedupe,
-                source="mcp",
-                occurred_at=occurred_at,
-                speaker=speaker,
-                session_id=session_id,
-                metadata=metadata or {},
-            ),
+        request = RememberRequest(
+            content=content,
+            path=path,
+            memory_type=memory_type,
+            bucket=bucket,
+            scope=scope,
+            team_id=team_id,
+            importance=importance,
+            semantic_key=semantic_key,
+            dedupe=dedupe,
+            source="mcp",
+            occurred_at=occurred_at,
+            speaker=speaker,
+            session_id=session_id,
+            metadata=metadata or {},
         )
-        data = result.to_dict()
-        return f"Remembered: {data['id']} (version {data['version']}, {data['outcome']})"
+        result = await tools.run(remember, _principal(ctx), request)
+        return f"Remembered: {result.id} (version {result.version}, {result.outcome})"
 
+
+def _read_tools(server: MCPServer, tools: _Tools) -> None:
     @server.tool(
         name="recall_context",
         description="Bounded context pack for a task: ranked memories under item and token budgets.",
@@ -131,8 +147,8 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
     async def recall_context_tool(
         query: str,
         ctx: Context,
-        max_items: Integer = 8,
-        max_tokens: Integer = 1500,
+        max_items: Integer = DEFAULT_PACK_ITEMS,
+        max_tokens: Integer = DEFAULT_PACK_TOKENS,
         scope: str = "",
         team_id: str = "",
         bucket: str = "",
@@ -140,35 +156,38 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
         memory_type: str = "",
         as_of: str | None = None,
     ) -> str:
-        filters: dict[str, Any] = {
-            "scope": scope or None,
-            "team_id": team_id or None,
-            "bucket": bucket or None,
-            "path_filter": path_filter or None,
-            "memory_type": memory_type or None,
-        }
-        pack = await read(
-            recall_context,
-            _principal(ctx),
-            query,
-            max_items=max_items,
-            max_tokens=max_tokens,
-            as_of=as_of,
-            filters=filters,
-            items=max_items,
-        )
-        return render_context_text(pack, engine_of().tokens)
+        def build() -> RecallRequest:
+            return RecallRequest(
+                query=query,
+                max_items=max_items,
+                max_tokens=max_tokens,
+                as_of=as_of,
+                scope=scope,
+                team_id=team_id,
+                bucket=bucket,
+                path_filter=path_filter,
+                memory_type=memory_type,
+            )
+
+        pack = await tools.read(ctx, build, recall_context)
+        return render_context_text(pack, tools.engine_of().tokens)
 
     @server.tool(name="recall", description="Light best-effort recall: the few most relevant memories.")
-    async def recall_tool(query: str, ctx: Context, limit: Integer = 5) -> str:
-        found = await read(recall, _principal(ctx), query, limit=limit, filters={}, items=limit)
+    async def recall_tool(query: str, ctx: Context, limit: Integer = DEFAULT_RECALL_LIMIT) -> str:
+        found = await tools.read(ctx, lambda: LightRecallRequest(query=query, limit=limit), recall)
         return render_search_text(found.results, "XMemo Recall")
 
     @server.tool(name="search_memory", description="Strict search: only memories that match well; may return nothing.")
-    async def search_memory_tool(query: str, ctx: Context, limit: Integer = 10, min_score: Number = None) -> str:
-        found = await read(search_memory, _principal(ctx), query, limit=limit, min_score=min_score, filters={})
+    async def search_memory_tool(
+        query: str, ctx: Context, limit: Integer = DEFAULT_SEARCH_LIMIT, min_score: Number = None
+    ) -> str:
+        found = await tools.read(
+            ctx, lambda: SearchRequest(query=query, limit=limit, min_score=min_score), search_memory
+        )
         return render_search_text(found.results, "XMemo Search")
 
+
+def _reflect_tools(server: MCPServer, tools: _Tools) -> None:
     @server.tool(
         name="reflect",
         description=(
@@ -205,8 +224,13 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
             team_id=team_id or None,
             limit=limit,
         )
-        report = await run(
-            reflect, _principal(ctx), request, reflect_settings, expected_plan=expected_plan or None, exclude=exclude
+        report = await tools.run(
+            reflect,
+            _principal(ctx),
+            request,
+            tools.reflect_settings,
+            expected_plan=expected_plan or None,
+            exclude=exclude,
         )
         return render_reflect_text(report)
 
@@ -223,9 +247,6 @@ def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSe
                 "scopes": principal.scopes,
             }
         )
-
-    _refuse_unknown_arguments(server)
-    return server
 
 
 def _refuse_unknown_arguments(server: MCPServer) -> None:

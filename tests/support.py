@@ -29,8 +29,21 @@ from fastapi.testclient import TestClient
 from sqlalchemy import create_engine, text
 
 from eval.serving import free_port, wait_ready
-from retrieval import MemoryEngine, RetrievalSettings
+from retrieval import (
+    ContextPack,
+    LightRecallRequest,
+    MemoryEngine,
+    Principal,
+    RecallRequest,
+    RetrievalSettings,
+    SearchRequest,
+    prepare_read,
+    recall,
+    recall_context,
+    search_memory,
+)
 from retrieval.encoding import Embedder, completed
+from retrieval.usecases import RecallResults, SearchResults
 from service.app import create_app
 from service.keys import KeyStore
 from service.settings import ServiceSettings
@@ -319,3 +332,18 @@ async def mcp_call(url: str, key: str, calls: list[tuple[str, dict[str, Any]]]) 
         tools = [tool.name for tool in (await session.list_tools()).tools]
         results = [await session.call_tool(name, arguments) for name, arguments in calls]
     return tools, results
+
+
+def pack_for(engine: MemoryEngine, principal: Principal, query: str, **fields: Any) -> ContextPack:
+    """recall_context on a request of `query` and `fields`, prepared and run at once (as a command does)."""
+    return recall_context(engine, prepare_read(engine, principal, RecallRequest(query=query, **fields)))
+
+
+def search_for(engine: MemoryEngine, principal: Principal, query: str, **fields: Any) -> SearchResults:
+    """search_memory on a request of `query` and `fields`, prepared and run at once."""
+    return search_memory(engine, prepare_read(engine, principal, SearchRequest(query=query, **fields)))
+
+
+def recall_for(engine: MemoryEngine, principal: Principal, query: str, **fields: Any) -> RecallResults:
+    """The light recall on a request of `query` and `fields`, prepared and run at once."""
+    return recall(engine, prepare_read(engine, principal, LightRecallRequest(query=query, **fields)))

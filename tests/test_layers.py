@@ -12,6 +12,7 @@ import pytest
 
 import compactor
 import retrieval
+from retrieval.usecases import FILTER_FIELDS
 from tests.support import ROOT
 
 PACKAGES = ("retrieval", "compactor", "service", "eval")
@@ -164,10 +165,11 @@ def test_no_folder_holds_more_than_16_modules(root: str) -> None:
 def test_public_api_of_retrieval() -> None:
     assert sorted(retrieval.__all__) == sorted(
         [
-            "AuthenticationError", "Budget", "ConflictError", "ContextPack", "IndexUnavailableError", "Memory",
-            "MemoryEngine", "MemoryStatus", "MemoryType", "ModelMismatchError", "NotFoundError", "PackItem",
-            "PermissionDeniedError", "Principal", "ReadFilters", "RememberRequest", "RetrievalPlan",
-            "RetrievalSettings", "SearchResult", "StoreError", "ValidationError", "WriteResult", "XMemoError",
+            "AuthenticationError", "Budget", "ConflictError", "ContextPack", "IndexUnavailableError",
+            "LightRecallRequest", "Memory", "MemoryEngine", "MemoryStatus", "MemoryType", "ModelMismatchError",
+            "NotFoundError", "PackItem", "PermissionDeniedError", "PreparedRead", "Principal", "ReadFilters",
+            "RecallRequest", "RememberRequest", "RetrievalPlan", "RetrievalSettings", "SearchRequest", "SearchResult",
+            "StoreError", "ValidationError", "WriteResult", "XMemoError",
             "add_event", "archive_memory", "get_memory", "hybrid_retrieve", "import_records", "prepare_read",
             "read_filters", "recall", "recall_context", "remember", "render_context_text", "search_memory",
             "update_state",
@@ -186,7 +188,63 @@ def test_every_name_a_layer_exports_exists(layer: str) -> None:
 
 def test_public_api_of_compactor() -> None:
     assert sorted(compactor.__all__) == sorted(
-        ["ACTIONS", "ReflectRequest", "ReflectSettings", "list_audit", "prepare_plan", "reflect", "render_reflect_text"]
+        [
+            "ACTIONS",
+            "ReflectReport",
+            "ReflectRequest",
+            "ReflectSettings",
+            "list_audit",
+            "prepare_plan",
+            "reflect",
+            "render_reflect_text",
+        ]
     )
     for name in compactor.__all__:
         assert getattr(compactor, name) is not None
+
+
+# What a read's request checks when it is built (retrieval/usecases/requests.py); an entry point that
+# calls one of these, or spells the five filters out as a dict, checks or builds a read a second time.
+READ_CHECKS = {"check_query", "check_range", "check_path_filter", "optional_time", "read_filters"}
+
+
+def _filter_dicts(tree: ast.AST) -> list[int]:
+    """Lines of dict displays or dict(...) calls naming three or more of the five read filters."""
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            named = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+            named = {k.arg for k in node.keywords if k.arg}
+        else:
+            continue
+        if len(named & set(FILTER_FIELDS)) >= 3:
+            lines.append(node.lineno)
+    return lines
+
+
+def test_entry_points_build_a_read_once_and_check_nothing_again() -> None:
+    """REST, MCP, the CLI and the console build a RecallRequest or SearchRequest and pass it down: none
+    of them calls a read's checks itself or builds the filters as a dict."""
+    service = ROOT / "service"
+    entry_points = [service / "mcp_tools.py", service / "loop_reads.py"]
+    for folder in ("routes", "cli", "console"):
+        entry_points += sorted((service / folder).rglob("*.py"))
+    offenders = []
+    for path in entry_points:
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
+                if name in READ_CHECKS:
+                    offenders.append(f"{path.relative_to(ROOT)}:{node.lineno} calls {name}")
+        offenders += [f"{path.relative_to(ROOT)}:{line} builds the filters" for line in _filter_dicts(tree)]
+    assert offenders == []
+
+
+def test_the_check_of_entry_points_finds_what_it_looks_for() -> None:
+    """The walk above on the shapes it refuses: a check called again, the filters as a dict."""
+    again = ast.parse("check_query(body.query)\nfilters = {'scope': s, 'team_id': t, 'bucket': b}")
+    assert [n.lineno for n in ast.walk(again) if isinstance(n, ast.Call) and getattr(n.func, "id", "") in READ_CHECKS]
+    assert _filter_dicts(again) == [2]
+    assert _filter_dicts(ast.parse("read(dict(scope=s, bucket=b, path_filter=p, memory_type=m))")) == [1]

@@ -35,9 +35,6 @@ class Collapsed:
     into: str
     reason: str
 
-    def to_dict(self) -> dict[str, str]:
-        return {"id": self.id, "into": self.into, "reason": self.reason}
-
 
 @dataclass
 class _Kept:

@@ -1,7 +1,16 @@
 """The system of record: schema and frozen migrations, the store, its unit of work, rows, listing, the
 audit log, backups, copying a store, the data dir on disk, and the one mapping of library faults."""
 
-from .audit_log import AuditRecord, actor_of, audit_change, audit_records, scrub_audit, tombstone
+from .audit_log import (
+    AuditRecord,
+    actor_of,
+    audit_change,
+    audit_records,
+    audit_row,
+    changed_values,
+    scrub_audit,
+    tombstone,
+)
 from .backup import content_id, line_owner
 from .columns import RECORD_FIELDS, STORE_ONLY, memory_columns, memory_from_row, memory_from_values, memory_to_row
 from .data_dir import (
@@ -56,6 +65,8 @@ __all__ = [
     "audit_change",
     "audit_log",
     "audit_records",
+    "audit_row",
+    "changed_values",
     "changes",
     "chunks",
     "content_id",

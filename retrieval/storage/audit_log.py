@@ -17,7 +17,16 @@ from ..domain import Memory, Principal
 from .schema import audit_log, insertion_order
 from .unit_of_work import UnitOfWork
 
-__all__ = ["AuditRecord", "actor_of", "audit_change", "audit_records", "scrub_audit", "tombstone"]
+__all__ = [
+    "AuditRecord",
+    "actor_of",
+    "audit_change",
+    "audit_records",
+    "audit_row",
+    "changed_values",
+    "scrub_audit",
+    "tombstone",
+]
 
 # The fields an audit record keeps of a forgotten memory (tombstone and scrubbed history): no content,
 # no path, no metadata: what was there and when, never what it said.
@@ -49,20 +58,46 @@ def _values(memory: Memory) -> dict[str, Any]:
     return {k: v for k, v in memory.to_dict().items() if k not in _UNAUDITED}
 
 
-def _row(action: str, actor: str, now: str, subject: Memory, before: Any, after: Any, reason: str) -> dict[str, Any]:
+def changed_values(before: Memory | None, after: Memory) -> tuple[dict[str, Any] | None, dict[str, Any]]:
+    """Created (no before): no values before, every field after. Changed: only the fields that changed,
+    on both sides."""
+    if before is None:
+        return None, _values(after)
+    was, now = _values(before), _values(after)
+    changed = [k for k in now if was.get(k) != now[k]]
+    return {k: was.get(k) for k in changed}, {k: now[k] for k in changed}
+
+
+def audit_row(
+    action: str,
+    actor: str,
+    now: str,
+    owner: tuple[str, str | None],
+    sides: tuple[dict[str, Any], dict[str, Any]],
+    reason: str,
+    plan_id: str | None = None,
+) -> dict[str, Any]:
+    """The row of one record: `sides` are the before and after values by memory id (in that order, the
+    record's `memory_ids`), `owner` the owner and team whose log it is in."""
+    before, after = sides
     return {
         "id": str(uuid.uuid4()),
         "created_at": now,
         "actor": actor,
         "action": action,
-        "plan_id": None,
-        "memory_ids": json.dumps([subject.id]),
-        "before": json.dumps({subject.id: before}, ensure_ascii=False, sort_keys=True),
-        "after": json.dumps({subject.id: after}, ensure_ascii=False, sort_keys=True),
+        "plan_id": plan_id,
+        "memory_ids": json.dumps(list(after)),
+        "before": json.dumps(before, ensure_ascii=False, sort_keys=True),
+        "after": json.dumps(after, ensure_ascii=False, sort_keys=True),
         "reason": reason,
-        "owner_id": subject.owner_id,
-        "team_id": subject.team_id,
+        "owner_id": owner[0],
+        "team_id": owner[1],
     }
+
+
+def _row(action: str, actor: str, now: str, subject: Memory, before: Any, after: Any, reason: str) -> dict[str, Any]:
+    sides = ({subject.id: before}, {subject.id: after})
+    return audit_row(action, actor, now, (subject.owner_id, subject.team_id), sides, reason)
 
 
 def audit_change(
@@ -70,12 +105,7 @@ def audit_change(
 ) -> dict[str, Any]:
     """The record of a created (before None) or changed memory: the changed fields on both sides
     (UnitOfWork.audit writes it)."""
-    if before is None:
-        old, new = None, _values(after)
-    else:
-        was, now_values = _values(before), _values(after)
-        changed = [k for k in now_values if was.get(k) != now_values[k]]
-        old, new = {k: was.get(k) for k in changed}, {k: now_values[k] for k in changed}
+    old, new = changed_values(before, after)
     return _row(action, actor, now, after, old, new, reason)
 
 

@@ -29,6 +29,7 @@ from .reads import (
     recall_context,
     search_memory,
 )
+from .requests import FILTER_FIELDS, Filtered, LightRecallRequest, ReadRequest, RecallRequest, SearchRequest
 from .results import (
     Budget,
     Candidates,
@@ -76,6 +77,7 @@ from .writes import (
 __all__ = [
     "CANDIDATE_DEPTH",
     "CURSOR_PATTERN",
+    "FILTER_FIELDS",
     "FUSION",
     "IMPORT_FIELDS",
     "IN_PROCESS_MAX_RECORDS",
@@ -94,9 +96,11 @@ __all__ = [
     "ContextPack",
     "Dropped",
     "DurableMemory",
+    "Filtered",
     "Forgotten",
     "History",
     "Hydrated",
+    "LightRecallRequest",
     "ListQuery",
     "Match",
     "MemoryPage",
@@ -104,11 +108,14 @@ __all__ = [
     "PreparedRead",
     "ProjectContext",
     "ProjectScope",
+    "ReadRequest",
+    "RecallRequest",
     "RecallResults",
     "RecentMemory",
     "RememberRequest",
     "Retrieval",
     "RetrievalPlan",
+    "SearchRequest",
     "SearchResult",
     "SearchResults",
     "Strategy",

@@ -336,8 +336,10 @@ def set_status(
 
 @dataclass(frozen=True, slots=True)
 class Forgotten:
-    memory_ids: list[str]
-    audit_ids: list[str]
+    """What a forget removed from every store, and the tombstones it left in the audit log."""
+
+    forgotten: list[str]
+    audit_record_ids: list[str]
 
 
 def forget_memory(

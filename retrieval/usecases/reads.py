@@ -3,20 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
-
-import numpy as np
 
 from ..domain import (
     DEFAULT_PACK_ITEMS,
     DEFAULT_PACK_TOKENS,
-    DEFAULT_RECALL_LIMIT,
-    DEFAULT_SEARCH_LIMIT,
     MAX_LABEL_CHARS,
     MAX_PACK_ITEMS,
     MAX_PACK_TOKENS,
-    MAX_RECALL_LIMIT,
-    MAX_SEARCH_LIMIT,
     READ,
     Memory,
     MemoryType,
@@ -26,8 +19,6 @@ from ..domain import (
     check_query,
     check_range,
     format_time,
-    optional_time,
-    parse_time,
     require,
     spoken,
 )
@@ -44,6 +35,7 @@ from ..ranking import (
     pack_context,
     query_terms,
 )
+from .requests import PACK_WINDOW, LightRecallRequest, RecallRequest, SearchRequest
 from .results import (
     Budget,
     ContextPack,
@@ -59,8 +51,8 @@ from .results import (
 )
 from .retrieve import (
     CANDIDATE_DEPTH,
-    PACK_WINDOW,
     Hydrated,
+    PreparedRead,
     Retrieval,
     expired,
     hybrid_retrieve,
@@ -201,52 +193,8 @@ def _left_out(window: list[Hydrated], position: dict[str, int], packed: set[str]
     return left
 
 
-def recall_context(
-    engine: MemoryEngine,
-    principal: Principal,
-    query: str,
-    *,
-    max_items: int = DEFAULT_PACK_ITEMS,
-    max_tokens: int = DEFAULT_PACK_TOKENS,
-    scope: str | None = None,
-    team_id: str | None = None,
-    bucket: str | None = None,
-    path_filter: str | None = None,
-    memory_type: str | None = None,
-    relevance_floor: float | None = None,
-    query_vector: np.ndarray | None = None,
-    as_of: str | None = None,
-) -> ContextPack:
-    """The bounded context pack: ranked memories packed under `max_items` and exact `max_tokens`.
-
-    `as_of` (ISO 8601 with a zone) is when the question is asked, default now: dates in the query
-    ("last Saturday", "in May") resolve against it. `relevance_floor` overrides the settings'
-    pack_relevance_floor (evaluation sweeps); `query_vector` is the query's vector from
-    `prepare_read`, when the caller awaited it.
-    """
-    query = check_query(query)
-    asked = optional_time(as_of, "as_of")
-    check_range(max_items, "max_items", 1, MAX_PACK_ITEMS)
-    check_range(max_tokens, "max_tokens", 1, MAX_PACK_TOKENS)
-    filters = read_filters(
-        principal, team_id=team_id, bucket=bucket, scope=scope, path_filter=path_filter, memory_type=memory_type
-    )
-    retrieval = hybrid_retrieve(
-        engine,
-        filters,
-        query,
-        depth=max(CANDIDATE_DEPTH, 3 * max_items),
-        query_vector=query_vector,
-        as_of=parse_time(asked, field_name="as_of") if asked else None,
-    )
-    read = hydrate(engine, retrieval, PACK_WINDOW * max_items)
-    floor = engine.settings.pack_relevance_floor if relevance_floor is None else relevance_floor
-    holders, read = _holders(engine, read, retrieval)
-    window, collapsed = _without_restatements(engine, read)
-    ranked = _above_floor(window, floor)
-    pack, shown, folded, position = _grouped(engine, ranked, holders, max_items, max_tokens)
-    engine.read_tracker.record([h.memory.id for h in shown] + [c.id for c in folded], question=query)
-    items = tuple(
+def _pack_items(pack: Pack, shown: list[Hydrated]) -> tuple[PackItem, ...]:
+    return tuple(
         PackItem(
             id=h.memory.id,
             type=h.memory.type.value,
@@ -259,51 +207,66 @@ def recall_context(
         )
         for item, h in zip(pack.items, shown, strict=True)
     )
+
+
+def recall_context(engine: MemoryEngine, read: PreparedRead[RecallRequest]) -> ContextPack:
+    """The bounded context pack: ranked memories packed under `max_items` and exact `max_tokens`.
+
+    The ranking (usecases/retrieve.py), then what reflect made that only groups set apart, restatements
+    collapsed, the relevance floor, and the packer (with reflect's groups tried, `_grouped`)."""
+    request = read.request
+    retrieval = hybrid_retrieve(
+        engine,
+        read.filters,
+        request.query,
+        depth=max(CANDIDATE_DEPTH, 3 * request.max_items),
+        query_vector=read.query_vector(),
+        as_of=request.asked_at,
+    )
+    hydrated = hydrate(engine, retrieval, PACK_WINDOW * request.max_items)
+    floor = engine.settings.pack_relevance_floor if request.relevance_floor is None else request.relevance_floor
+    holders, hydrated = _holders(engine, hydrated, retrieval)
+    window, collapsed = _without_restatements(engine, hydrated)
+    pack, shown, folded, position = _grouped(
+        engine, _above_floor(window, floor), holders, request.max_items, request.max_tokens
+    )
+    engine.read_tracker.record([h.memory.id for h in shown] + [c.id for c in folded], question=request.query)
     packed = {h.memory.id for h in shown} | {c.id for c in folded}
     plan = replace(
         retrieval.plan,
         relevance_floor=floor,
         items=tuple({"id": h.memory.id, **h.ranked.components()} for h in shown),
         collapsed=tuple(c for c in collapsed if c.into in packed) + tuple(folded),
-        dropped=tuple(_left_out(window, position, packed, max_items)),
+        dropped=tuple(_left_out(window, position, packed, request.max_items)),
     )
     return ContextPack(
         PACK_VERSION,
-        query,
+        request.query,
         plan,
-        Budget.of(pack, max_items, max_tokens),
-        items,
+        Budget.of(pack, request.max_items, request.max_tokens),
+        _pack_items(pack, shown),
         pack.context_text,
-        scope or "",
+        request.scope or "",
         tuple(item.text for item in pack.items),
     )
 
 
-def search_memory(
-    engine: MemoryEngine,
-    principal: Principal,
-    query: str,
-    *,
-    limit: int = DEFAULT_SEARCH_LIMIT,
-    min_score: float | None = None,
-    query_vector: np.ndarray | None = None,
-    **filter_args: Any,
-) -> SearchResults:
+def search_memory(engine: MemoryEngine, read: PreparedRead[SearchRequest]) -> SearchResults:
     """Strict search: a result needs cosine >= min_score, or every query term present, or its
     `semantic_key` named by the query (ranking/keys.py; score 1 for either); restatements collapse as
-    in a pack, and results are listed by that score. `query_vector` as in recall_context."""
-    query = check_query(query)
-    check_range(limit, "limit", 1, MAX_SEARCH_LIMIT)
-    threshold = engine.settings.search_min_score if min_score is None else min_score
-    if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not 0.0 <= threshold <= 1.0:
-        raise ValidationError("min_score must be a number from 0 to 1")
-    filters = read_filters(principal, **filter_args)
+    in a pack, and results are listed by that score."""
+    request = read.request
+    threshold = engine.settings.search_min_score if request.min_score is None else request.min_score
     retrieval = hybrid_retrieve(
-        engine, filters, query, depth=max(CANDIDATE_DEPTH, 2 * limit), query_vector=query_vector
+        engine,
+        read.filters,
+        request.query,
+        depth=max(CANDIDATE_DEPTH, 2 * request.limit),
+        query_vector=read.query_vector(),
     )
     ranked, _ = _without_restatements(engine, hydrate(engine, retrieval, len(retrieval.ranked)))
-    wanted = set(engine.sparse.query(query).indices)
-    named = query_terms(query)
+    wanted = set(engine.sparse.query(request.query).indices)
+    named = query_terms(request.query)
     results: list[SearchResult] = []
     for h in ranked:
         terms = set(engine.sparse.document(h.memory.content).indices)
@@ -314,30 +277,21 @@ def search_memory(
         if strict >= threshold:
             results.append(SearchResult.of(h.memory, round(strict, 6), round(h.ranked.score, 6)))
     # Listed in the order of the score shown (the strict one), the ranking breaking ties; each thing once.
-    results = sorted(results, key=lambda r: -r.score)[:limit]
-    engine.read_tracker.record([r.id for r in results], question=query)
-    return SearchResults(query, threshold, tuple(results))
+    results = sorted(results, key=lambda r: -r.score)[: request.limit]
+    engine.read_tracker.record([r.id for r in results], question=request.query)
+    return SearchResults(request.query, threshold, tuple(results))
 
 
-def recall(
-    engine: MemoryEngine,
-    principal: Principal,
-    query: str,
-    *,
-    limit: int = DEFAULT_RECALL_LIMIT,
-    query_vector: np.ndarray | None = None,
-    **filter_args: Any,
-) -> RecallResults:
-    """The light, best-effort path: the top few memories with their content, no budget report;
-    `query_vector` as in recall_context."""
-    query = check_query(query)
-    check_range(limit, "limit", 1, MAX_RECALL_LIMIT)
-    filters = read_filters(principal, **filter_args)
-    retrieval = hybrid_retrieve(engine, filters, query, depth=CANDIDATE_DEPTH, query_vector=query_vector)
-    ranked, _ = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * limit))
-    results = tuple(SearchResult.of(h.memory, round(h.ranked.score, 6)) for h in ranked[:limit])
-    engine.read_tracker.record([r.id for r in results], question=query)
-    return RecallResults(query, results)
+def recall(engine: MemoryEngine, read: PreparedRead[LightRecallRequest]) -> RecallResults:
+    """The light, best-effort path: the top few memories with their content, no budget report."""
+    request = read.request
+    retrieval = hybrid_retrieve(
+        engine, read.filters, request.query, depth=CANDIDATE_DEPTH, query_vector=read.query_vector()
+    )
+    ranked, _ = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * request.limit))
+    results = tuple(SearchResult.of(h.memory, round(h.ranked.score, 6)) for h in ranked[: request.limit])
+    engine.read_tracker.record([r.id for r in results], question=request.query)
+    return RecallResults(request.query, results)
 
 
 def get_memory(engine: MemoryEngine, principal: Principal, memory_id: str) -> Memory:

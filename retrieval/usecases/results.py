@@ -1,8 +1,8 @@
-"""What the read use cases return: typed, frozen results, each with the JSON shape of the contract.
+"""What the read use cases return: typed, frozen results.
 
-`to_dict` gives the REST and `--json` shape (the XMemo contract: the pack's `version`, `query`,
-`retrieval_plan`, `budget`, `items`, `context_text`, `scope`); the MCP texts are rendered from the
-same objects (usecases/mcp_text.py).
+Their JSON shape (the XMemo contract: the pack's `version`, `query`, `retrieval_plan`, `budget`, `items`,
+`context_text`, `scope`) is the service's response models, read from these by attribute
+(service/routes/responses.py); the MCP texts are rendered from the same objects (usecases/mcp_text.py).
 """
 
 from __future__ import annotations
@@ -46,16 +46,6 @@ class Budget:
     def of(cls, pack: Pack, max_items: int, max_tokens: int) -> Budget:
         return cls(max_items, max_tokens, len(pack.items), pack.used_tokens, pack.dropped, pack.shortened)
 
-    def to_dict(self) -> dict[str, int]:
-        return {
-            "max_items": self.max_items,
-            "max_tokens": self.max_tokens,
-            "used_items": self.used_items,
-            "used_tokens": self.used_tokens,
-            "dropped_items": self.dropped_items,
-            "shortened_items": self.shortened_items,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class PackItem:
@@ -70,18 +60,6 @@ class PackItem:
     created_at: str
     occurred_at: str
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": self.type,
-            "path": self.path,
-            "score": self.score,
-            "tokens": self.tokens,
-            "shortened": self.shortened,
-            "created_at": self.created_at,
-            "occurred_at": self.occurred_at,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class Candidates:
@@ -92,9 +70,6 @@ class Candidates:
     union: int = 0
     matched: int = 0
 
-    def to_dict(self) -> dict[str, int]:
-        return {"dense": self.dense, "bm25": self.bm25, "union": self.union, "matched": self.matched}
-
 
 @dataclass(frozen=True, slots=True)
 class Dropped:
@@ -103,9 +78,6 @@ class Dropped:
     id: str
     reason: str
     score: float
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "reason": self.reason, "score": self.score}
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,20 +96,6 @@ class RetrievalPlan:
     collapsed: tuple[Collapsed, ...] = ()
     dropped: tuple[Dropped, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "strategy": self.strategy,
-            "channels": list(self.channels),
-            "fusion": dict(self.fusion),
-            "ranking": dict(self.ranking),
-            "candidates": self.candidates.to_dict(),
-            "query": dict(self.query),
-            "relevance_floor": self.relevance_floor,
-            "items": [dict(item) for item in self.items],
-            "collapsed": [c.to_dict() for c in self.collapsed],
-            "dropped": [d.to_dict() for d in self.dropped],
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class ContextPack:
@@ -151,17 +109,6 @@ class ContextPack:
     context_text: str
     scope: str
     blocks: tuple[str, ...] = ()  # context_text item by item, for the MCP text's cut (mcp_text.py)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "version": self.version,
-            "query": self.query,
-            "retrieval_plan": self.retrieval_plan.to_dict(),
-            "budget": self.budget.to_dict(),
-            "items": [item.to_dict() for item in self.items],
-            "context_text": self.context_text,
-            "scope": self.scope,
-        }
 
 
 # A result list shows at most this much of each memory: a search of 100 results over 64 KiB memories
@@ -216,25 +163,6 @@ class SearchResult:
             truncated,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        found = {
-            "id": self.id,
-            "content": self.content,
-            "content_truncated": self.content_truncated,
-            "type": self.type,
-            "path": self.path,
-            "bucket": self.bucket,
-            "scope": self.scope,
-            "team_id": self.team_id,
-            "created_at": self.created_at,
-            "occurred_at": self.occurred_at,
-            "importance": self.importance,
-            "score": self.score,
-        }
-        if self.rank_score is not None:
-            found["rank_score"] = self.rank_score
-        return found
-
 
 @dataclass(frozen=True, slots=True)
 class SearchResults:
@@ -244,9 +172,6 @@ class SearchResults:
     min_score: float
     results: tuple[SearchResult, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "min_score": self.min_score, "results": [r.to_dict() for r in self.results]}
-
 
 @dataclass(frozen=True, slots=True)
 class RecallResults:
@@ -254,9 +179,6 @@ class RecallResults:
 
     query: str
     results: tuple[SearchResult, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "results": [r.to_dict() for r in self.results]}
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,16 +190,6 @@ class ProjectScope:
     workspace_id: str
     team_id: str | None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "scope_key": self.scope_key,
-            "project_id": self.project_id,
-            "owner_id": self.owner_id,
-            "organization_id": self.organization_id,
-            "workspace_id": self.workspace_id,
-            "team_id": self.team_id,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class RecentMemory:
@@ -287,24 +199,12 @@ class RecentMemory:
     path: str
     occurred_at: str
 
-    def to_dict(self) -> dict[str, str]:
-        return {
-            "id": self.id,
-            "content": self.content,
-            "type": self.type,
-            "path": self.path,
-            "occurred_at": self.occurred_at,
-        }
-
 
 @dataclass(frozen=True, slots=True)
 class DurableMemory:
     id: str
     content: str
     path: str
-
-    def to_dict(self) -> dict[str, str]:
-        return {"id": self.id, "content": self.content, "path": self.path}
 
 
 @dataclass(frozen=True, slots=True)
@@ -316,12 +216,3 @@ class ProjectContext:
     durable_context: tuple[DurableMemory, ...]
     budget: Budget
     context_text: str
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "project_scope": self.project_scope.to_dict(),
-            "recent_memories": [m.to_dict() for m in self.recent_memories],
-            "durable_context": [m.to_dict() for m in self.durable_context],
-            "budget": self.budget.to_dict(),
-            "context_text": self.context_text,
-        }

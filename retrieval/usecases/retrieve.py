@@ -6,25 +6,11 @@ from __future__ import annotations
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 
-from ..domain import (
-    READ,
-    Memory,
-    MemoryStatus,
-    Principal,
-    ReadFilters,
-    check_field,
-    check_path_filter,
-    check_query,
-    format_time,
-    member_team,
-    memory_type_or_auto,
-    require,
-    tenant_of,
-)
+from ..domain import Memory, MemoryStatus, Principal, ReadFilters, format_time, tenant_of
 from ..engine import MemoryEngine
 from ..index import IndexFilter, IndexHit
 from ..ranking import (
@@ -34,8 +20,10 @@ from ..ranking import (
     SPEAKER_PRIOR,
     W_IMPORTANCE,
     W_RECENCY,
+    Addressed,
     FusedCandidate,
     Ranked,
+    TimeWindow,
     addressed_speaker,
     fuse_convex,
     fuse_rrf,
@@ -46,6 +34,7 @@ from ..ranking import (
     rank_candidates,
     with_priors,
 )
+from .requests import PACK_WINDOW, Filtered, ReadRequest
 from .results import Candidates, RetrievalPlan
 
 __all__ = [
@@ -72,8 +61,6 @@ CANDIDATE_DEPTH = 50
 # A candidate only the dense channel found is a match when its cosine reaches this; all-MiniLM-L6-v2
 # puts unrelated English sentences at about 0.0-0.15.
 MIN_DENSE_MATCH = 0.15
-# The packer reads at most this many times max_items records down the ranking to fill the pack.
-PACK_WINDOW = 2
 # The default fusion, chosen by measurement on SciFact and LoCoMo (docs/evaluation.md): a convex
 # combination of theoretically normalised scores (TM2C2, Bruch et al. 2023), alpha on the dense side.
 FUSION: dict[str, Any] = {"method": "convex", "normalisation": "tm2c2", "alpha": 0.7}
@@ -130,20 +117,10 @@ def read_filters(
     memory_type: str | None = None,
     statuses: tuple[MemoryStatus, ...] = (MemoryStatus.ACTIVE,),
 ) -> ReadFilters:
-    """The caller's filters within what the principal may see; a foreign team is a 403."""
-    require(principal, READ)
-    team_id = member_team(principal, team_id, "read")
-    path_pattern = check_path_filter(path_filter)
-    return ReadFilters(
-        owner_id=principal.owner_id,
-        team_ids=principal.team_ids,
-        team_id=team_id or None,
-        bucket=check_field(bucket, "bucket") if bucket not in (None, "", "%") else None,
-        scope=check_field(scope, "scope") if scope else None,
-        path_pattern=path_pattern,
-        memory_type=memory_type_or_auto(memory_type) if memory_type else None,
-        statuses=statuses,
-    )
+    """These filters within what the principal may see, for a read that is not a request of a query
+    (a project's context, the console's meaning search, the evaluations); a foreign team is a 403."""
+    filtered = Filtered(team_id=team_id, bucket=bucket, scope=scope, path_filter=path_filter, memory_type=memory_type)
+    return filtered.filters_for(principal, statuses)
 
 
 def _fuse(
@@ -180,6 +157,95 @@ def _keyed(engine: MemoryEngine, query: str, fused: list[FusedCandidate]) -> set
     return {memory_id for memory_id, key in keys.items() if names_key(terms, key)}
 
 
+_CHANNELS: dict[Strategy, tuple[str, ...]] = {
+    "hybrid": ("dense", "bm25"),
+    "rrf": ("dense", "bm25"),
+    "dense": ("dense",),
+    "bm25": ("bm25",),
+}
+
+
+def _plan(engine: MemoryEngine, strategy: Strategy, alpha: float) -> RetrievalPlan:
+    """What `retrieval_plan` says of a ranking before it runs: its channels, fusion and blend."""
+    return RetrievalPlan(
+        strategy=strategy,
+        channels=_CHANNELS[strategy],
+        fusion={**FUSION, "alpha": alpha} if strategy == "hybrid" else {"method": strategy},
+        ranking={
+            "w_recency": W_RECENCY,
+            "w_importance": W_IMPORTANCE,
+            "recency_half_life_days": engine.settings.recency_half_life_days,
+            "min_dense_match": MIN_DENSE_MATCH,
+            "dense_units": engine.settings.dense_units,
+            "speaker_prior": SPEAKER_PRIOR,
+            "date_boost": DATE_BOOST,
+            "key_boost": KEY_BOOST,
+        },
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Channels:
+    """What both channels found for a query, the dense query they used and the speaker it addresses."""
+
+    dense: list[IndexHit]
+    bm25: list[IndexHit]
+    dense_query: np.ndarray | None
+    addressed: Addressed | None
+
+
+def _search_channels(
+    engine: MemoryEngine,
+    filters: ReadFilters,
+    query: str,
+    flt: IndexFilter,
+    depth: int,
+    strategy: Strategy,
+    query_vector: np.ndarray | None,
+    speaker_prior: bool,
+) -> _Channels:
+    """Both channels' top `depth`; a query naming one speaker among their candidates is searched again
+    without the name (ranking/speakers.py)."""
+    channels = _CHANNELS[strategy]
+    tenant = tenant_of(filters.owner_id, None)
+    dense_query = None
+    if "dense" in channels:
+        dense_query = query_vector if query_vector is not None else engine.embedder.embed_query(query, tenant=tenant)
+    sparse_query = engine.sparse.query(query) if "bm25" in channels else None
+    dense_hits, bm25_hits = engine.index.search(dense_query, sparse_query, flt, depth, depth)
+    addressed = None
+    if strategy == "hybrid" and speaker_prior:
+        addressed = addressed_speaker(query, {h.speaker for h in (*dense_hits, *bm25_hits) if h.speaker})
+        if addressed is not None and addressed.query != query:
+            # Both channels again without the name: it is in every one of that speaker's memories, so it
+            # only pulls in the others' mentions of them, and an adversarial question naming the wrong
+            # person would otherwise match on the name alone. A second query vector: named queries only.
+            dense_query = engine.embedder.embed_query(addressed.query, tenant=tenant)
+            dense_hits, bm25_hits = engine.index.search(
+                dense_query, engine.sparse.query(addressed.query), flt, depth, depth
+            )
+    return _Channels(dense_hits, bm25_hits, dense_query, addressed)
+
+
+def _reading(moment: datetime, addressed: Addressed | None, window: TimeWindow | None) -> dict[str, Any]:
+    """`retrieval_plan.query`: when the question was asked, the speaker and the time it was read to name."""
+    return {
+        "as_of": _utc_text(moment),
+        "speaker": addressed.speaker if addressed else None,
+        "time_window": None
+        if window is None
+        else {
+            "phrase": window.phrase,
+            "start": _utc_text(datetime.fromtimestamp(window.start, UTC)),
+            "end": _utc_text(datetime.fromtimestamp(window.end, UTC)),
+        },
+    }
+
+
+def _utc_text(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def hybrid_retrieve(
     engine: MemoryEngine,
     filters: ReadFilters,
@@ -203,86 +269,39 @@ def hybrid_retrieve(
     `speaker_prior` and `date_window` switch those priors off for the evaluation's ablations.
     """
     alpha = FUSION["alpha"] if alpha is None else alpha
+    plan = _plan(engine, strategy, alpha)
     ids = None
     if filters.path_pattern is not None and filters.path_pattern.exact is None:
         ids = engine.store.ids_matching(filters)
-    channels: tuple[str, ...] = {
-        "hybrid": ("dense", "bm25"),
-        "rrf": ("dense", "bm25"),
-        "dense": ("dense",),
-        "bm25": ("bm25",),
-    }[strategy]
-    plan = RetrievalPlan(
-        strategy=strategy,
-        channels=channels,
-        fusion={**FUSION, "alpha": alpha} if strategy == "hybrid" else {"method": strategy},
-        ranking={
-            "w_recency": W_RECENCY,
-            "w_importance": W_IMPORTANCE,
-            "recency_half_life_days": engine.settings.recency_half_life_days,
-            "min_dense_match": MIN_DENSE_MATCH,
-            "dense_units": engine.settings.dense_units,
-            "speaker_prior": SPEAKER_PRIOR,
-            "date_boost": DATE_BOOST,
-            "key_boost": KEY_BOOST,
-        },
-    )
-    if ids is not None and not ids:
-        return Retrieval([], plan, filters)
-    dense_query = None
-    if "dense" in channels:
-        dense_query = (
-            query_vector
-            if query_vector is not None
-            else engine.embedder.embed_query(query, tenant=tenant_of(filters.owner_id, None))
-        )
-    sparse_query = engine.sparse.query(query) if "bm25" in channels else None
+        if not ids:
+            return Retrieval([], plan, filters)
     flt = IndexFilter.from_read_filters(filters, ids)
-    dense_hits, bm25_hits = engine.index.search(dense_query, sparse_query, flt, depth, depth)
-    addressed = None
-    if strategy == "hybrid" and speaker_prior:
-        addressed = addressed_speaker(query, {h.speaker for h in (*dense_hits, *bm25_hits) if h.speaker})
-        if addressed is not None and addressed.query != query:
-            # Both channels again without the name: it is in every one of that speaker's memories, so it
-            # only pulls in the others' mentions of them, and an adversarial question naming the wrong
-            # person would otherwise match on the name alone. A second query vector: named queries only.
-            dense_query = engine.embedder.embed_query(addressed.query, tenant=tenant_of(filters.owner_id, None))
-            dense_hits, bm25_hits = engine.index.search(
-                dense_query, engine.sparse.query(addressed.query), flt, depth, depth
-            )
+    found = _search_channels(engine, filters, query, flt, depth, strategy, query_vector, speaker_prior)
+    hybrid = strategy == "hybrid"
     moment = as_of or engine.clock()
-    window = query_window(query, moment) if strategy == "hybrid" and date_window else None
+    window = query_window(query, moment) if hybrid and date_window else None
     fill = (
-        _dense_fill(engine, dense_query, dense_hits, bm25_hits)
-        if strategy == "hybrid" and dense_query is not None
+        _dense_fill(engine, found.dense_query, found.dense, found.bm25)
+        if hybrid and found.dense_query is not None
         else {}
     )
     fused = [
         c
-        for c in _fuse(dense_hits, bm25_hits, strategy, fill, alpha)
+        for c in _fuse(found.dense, found.bm25, strategy, fill, alpha)
         if c.bm25_rank is not None or (c.dense_score is not None and c.dense_score >= MIN_DENSE_MATCH)
     ]
-    keyed = _keyed(engine, query, fused) if strategy == "hybrid" else set()
-    fused = with_priors(fused, addressed.speaker if addressed else None, window, keyed)
+    keyed = _keyed(engine, query, fused) if hybrid else set()
+    fused = with_priors(fused, found.addressed.speaker if found.addressed else None, window, keyed)
     ranked = rank_candidates(fused, moment, engine.settings.recency_half_life_days)  # recent as of the question
     candidates = Candidates(
-        dense=len(dense_hits),
-        bm25=len(bm25_hits),
-        union=len({h.id for h in dense_hits} | {h.id for h in bm25_hits}),
+        dense=len(found.dense),
+        bm25=len(found.bm25),
+        union=len({h.id for h in found.dense} | {h.id for h in found.bm25}),
         matched=len(ranked),
     )
-    about = {
-        "as_of": moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "speaker": addressed.speaker if addressed else None,
-        "time_window": None
-        if window is None
-        else {
-            "phrase": window.phrase,
-            "start": datetime.fromtimestamp(window.start, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            "end": datetime.fromtimestamp(window.end, UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        },
-    }
-    return Retrieval(ranked, replace(plan, candidates=candidates, query=about), filters)
+    return Retrieval(
+        ranked, replace(plan, candidates=candidates, query=_reading(moment, found.addressed, window)), filters
+    )
 
 
 # A read that stays in the process is small enough to run on a service's event loop when it reads
@@ -290,35 +309,40 @@ def hybrid_retrieve(
 # search (which reads every candidate), runs on a worker thread, where other requests interleave.
 IN_PROCESS_MAX_RECORDS = 16
 
+Request = TypeVar("Request", bound=ReadRequest)
+
 
 @dataclass(frozen=True, slots=True)
-class PreparedRead:
-    """A read of a query, checked and started: `vector` is the query's dense vector as a future that
-    the model's thread completes (at once from the query cache); `in_process` says whether the read
-    is small and touches only this process's files, waiting for nothing (MemoryEngine.reads_in_process,
-    a pack window of at most IN_PROCESS_MAX_RECORDS, and no path filter with `%`, which is resolved
-    by a scan in SQL)."""
+class PreparedRead(Generic[Request]):
+    """A read, checked and started: the request as built (checked then), the filters it reads under for
+    its principal, and its query's dense vector as a future that the model's thread completes (at once
+    from the query cache). `in_process` says whether the read is small and touches only this process's
+    files, waiting for nothing (MemoryEngine.reads_in_process, at most IN_PROCESS_MAX_RECORDS records
+    read, and no path filter with `%`, which is resolved by a scan in SQL)."""
 
+    request: Request
+    filters: ReadFilters
     vector: Future[np.ndarray]
     in_process: bool
 
+    def query_vector(self) -> np.ndarray:
+        """The query's vector (a service has awaited it already; a command waits for the model here)."""
+        return self.vector.result()
 
-def prepare_read(
-    engine: MemoryEngine, principal: Principal, query: str, *, items: Any = None, **filter_args: Any
-) -> PreparedRead:
-    """Check a read of `query` with these filters as the read will (the query, the principal's read
-    scope and team, the filters: a refused request never runs the model), then start its vector.
-    `items` is how many items a pack-windowed read (recall_context, recall) returns at most; None
-    for a read of every candidate (search).
 
-    A service awaits `vector` on its event loop and passes it to the read as `query_vector`, so that
-    no thread is held waiting on the model."""
-    query = check_query(query)
-    filters = read_filters(principal, **filter_args)
+def prepare_read(engine: MemoryEngine, principal: Principal, request: Request) -> PreparedRead[Request]:
+    """The read of `request` for `principal`: its filters (its read scope and team checked: a refused
+    read never runs the model), and its vector started.
+
+    A service awaits `vector` on its event loop before it runs the use case on the prepared read, so
+    that no thread is held waiting on the model (service/loop_reads.py); a command calls the use case
+    at once."""
+    filters = request.filters_for(principal)
     scans = filters.path_pattern is not None and filters.path_pattern.exact is None
-    # A value that is not a count is left to the read, which refuses it.
-    small = type(items) is int and PACK_WINDOW * items <= IN_PROCESS_MAX_RECORDS
+    window = request.records_read()
     return PreparedRead(
-        engine.embedder.embed_query_later(query, tenant=tenant_of(filters.owner_id, None)),
-        engine.reads_in_process and small and not scans,
+        request,
+        filters,
+        engine.embedder.embed_query_later(request.query, tenant=tenant_of(filters.owner_id, None)),
+        engine.reads_in_process and window is not None and window <= IN_PROCESS_MAX_RECORDS and not scans,
     )

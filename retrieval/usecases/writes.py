@@ -78,7 +78,8 @@ class RememberRequest:
 
 @dataclass(frozen=True, slots=True)
 class WriteResult:
-    """What a write did: `outcome` is created, unchanged, superseded or merged."""
+    """What a write did: `outcome` is created, unchanged, superseded or merged; the rest is read from the
+    memory written (or the existing one it matched)."""
 
     memory: Memory
     outcome: str
@@ -87,15 +88,25 @@ class WriteResult:
     def created(self) -> bool:
         return self.outcome in ("created", "superseded")
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.memory.id,
-            "memory_id": self.memory.id,
-            "status": self.memory.status.value,
-            "version": self.memory.version,
-            "deduplicated": self.outcome in ("unchanged", "merged"),
-            "outcome": self.outcome,
-        }
+    @property
+    def id(self) -> str:
+        return self.memory.id
+
+    @property
+    def memory_id(self) -> str:
+        return self.memory.id
+
+    @property
+    def status(self) -> str:
+        return self.memory.status.value
+
+    @property
+    def version(self) -> int:
+        return self.memory.version
+
+    @property
+    def deduplicated(self) -> bool:
+        return self.outcome in ("unchanged", "merged")
 
 
 def new_memory(principal: Principal, request: RememberRequest, now: str, memory_type: MemoryType) -> Memory:

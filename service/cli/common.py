@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import click
+from pydantic import BaseModel
 
 from retrieval import MemoryEngine, RetrievalSettings, StoreError, ValidationError, XMemoError
 from retrieval.storage import secure_data_dir
@@ -89,9 +90,9 @@ def open_private(settings: RetrievalSettings, **kwargs: Any) -> MemoryEngine:
 
 
 def emit(document: Any) -> None:
-    """One JSON document on stdout; a typed result is written as its `to_dict`."""
-    if hasattr(document, "to_dict"):
-        document = document.to_dict()
+    """One JSON document on stdout; a response model (service/routes/responses.py) as the API writes it."""
+    if isinstance(document, BaseModel):
+        document = document.model_dump(mode="json")
     click.echo(json.dumps(document, ensure_ascii=False, indent=2))
 
 

@@ -16,27 +16,23 @@ from tqdm import tqdm
 
 from retrieval import (
     Principal,
+    RecallRequest,
     RememberRequest,
+    SearchRequest,
     StoreError,
     ValidationError,
     import_records,
+    prepare_read,
     recall_context,
     remember,
     render_context_text,
     search_memory,
 )
-from retrieval.domain import (
-    MAX_PACK_ITEMS,
-    MAX_PACK_TOKENS,
-    check_query,
-    check_range,
-    format_time,
-    optional_time,
-    utc_now,
-)
+from retrieval.domain import DEFAULT_PACK_ITEMS, DEFAULT_PACK_TOKENS, DEFAULT_SEARCH_LIMIT, format_time, utc_now
 from retrieval.storage import PRIVATE_FILE, MemoryStore, secure_data_dir
 from retrieval.usecases import NO_MATCH, auto_type, new_memory, record_from_line
 
+from ..routes.responses import ContextPackOut, ReflectReportOut, SearchOut, WriteOut, answer
 from .common import count_lines, emit, open_engine, read_jsonl, settings_of
 from .remote import remote_of
 
@@ -108,7 +104,7 @@ def remember_command(
     remote = remote_of(settings_of(ctx))
     if remote is not None:
         with remote.client(owner) as client:
-            answer = client.remember(
+            written = client.remember(
                 content,
                 path,
                 memory_type=memory_type,
@@ -121,11 +117,11 @@ def remember_command(
             ).raw
     else:
         with open_engine(ctx) as engine:
-            answer = remember(engine, Principal.local(owner), request).to_dict()
+            written = answer(WriteOut, remember(engine, Principal.local(owner), request)).model_dump(mode="json")
     if as_json:
-        emit(answer)
+        emit(written)
     else:
-        click.echo(f"{answer['outcome']} {answer['id']} (version {answer['version']})")
+        click.echo(f"{written['outcome']} {written['id']} (version {written['version']})")
 
 
 @click.command("import")
@@ -198,8 +194,8 @@ def export_command(ctx: click.Context, owner: str | None, file: Path) -> None:
 
 @click.command("recall-context")
 @click.option("--owner", required=True)
-@click.option("--max-items", type=int, default=8, show_default=True)
-@click.option("--max-tokens", type=int, default=1500, show_default=True)
+@click.option("--max-items", type=int, default=DEFAULT_PACK_ITEMS, show_default=True)
+@click.option("--max-tokens", type=int, default=DEFAULT_PACK_TOKENS, show_default=True)
 @click.option(
     "--as-of",
     default=None,
@@ -212,33 +208,29 @@ def recall_context_command(
     ctx: click.Context, owner: str, max_items: int, max_tokens: int, as_of: str | None, as_json: bool, query: str
 ) -> None:
     """Print the context pack for QUERY (the MCP text; --json: the structured pack)."""
-    check_query(query)
-    check_range(max_items, "max_items", 1, MAX_PACK_ITEMS)
-    check_range(max_tokens, "max_tokens", 1, MAX_PACK_TOKENS)
-    optional_time(as_of, "as_of")
+    request = RecallRequest(query=query, max_items=max_items, max_tokens=max_tokens, as_of=as_of)
     remote = remote_of(settings_of(ctx))
     if remote is not None:
-        asked = {"max_items": max_items, "max_tokens": max_tokens, **({"as_of": as_of} if as_of else {})}
+        asked: dict[str, Any] = {"max_items": request.max_items, "max_tokens": request.max_tokens}
+        asked |= {"as_of": request.as_of} if request.as_of else {}
         if as_json:
             with remote.client(owner) as client:
-                emit(client.recall_context(query, **asked).raw)  # type: ignore[arg-type]
+                emit(client.recall_context(request.query, **asked).raw)
         else:
-            click.echo(remote.mcp_text(owner, "recall_context", {"query": query, **asked}))
+            click.echo(remote.mcp_text(owner, "recall_context", {"query": request.query, **asked}))
         return
     with open_engine(ctx) as engine:
-        pack = recall_context(
-            engine, Principal.local(owner), query, max_items=max_items, max_tokens=max_tokens, as_of=as_of
-        )
+        pack = recall_context(engine, prepare_read(engine, Principal.local(owner), request))
         text = render_context_text(pack, engine.tokens)
     if as_json:
-        emit(pack)
+        emit(answer(ContextPackOut, pack))
     else:
         click.echo(text)
 
 
 @click.command("search")
 @click.option("--owner", required=True)
-@click.option("--limit", type=int, default=10, show_default=True)
+@click.option("--limit", type=int, default=DEFAULT_SEARCH_LIMIT, show_default=True)
 @click.option("--min-score", type=float, default=None)
 @click.option("--json", "as_json", is_flag=True)
 @click.argument("query")
@@ -247,21 +239,22 @@ def search_command(
     ctx: click.Context, owner: str, limit: int, min_score: float | None, as_json: bool, query: str
 ) -> None:
     """Strict search: only memories that match QUERY well; the list may be empty."""
+    request = SearchRequest(query=query, limit=limit, min_score=min_score)
     remote = remote_of(settings_of(ctx))
     if remote is not None:
         with remote.client(owner) as client:
-            bounds = {"limit": limit, **({"min_score": min_score} if min_score is not None else {})}
-            found = client.search(query, **bounds).raw  # type: ignore[arg-type]
-        answer = {"query": found["query"], "min_score": found["min_score"], "results": found["results"]}
+            bounds = {"limit": request.limit, **({"min_score": min_score} if min_score is not None else {})}
+            found: dict[str, Any] = client.search(request.query, **bounds).raw  # type: ignore[arg-type]
     else:
         with open_engine(ctx) as engine:
-            answer = search_memory(engine, Principal.local(owner), query, limit=limit, min_score=min_score).to_dict()
+            results = search_memory(engine, prepare_read(engine, Principal.local(owner), request))
+        found = answer(SearchOut, results).model_dump(mode="json")
     if as_json:
-        emit(answer)
+        emit(found)
         return
-    if not answer["results"]:
+    if not found["results"]:
         click.echo(NO_MATCH)
-    for result in answer["results"]:
+    for result in found["results"]:
         click.echo(f"{result['score']:.3f}  {result['id']}  {result['path']}  {result['content'][:120]}")
 
 
@@ -309,7 +302,7 @@ def reflect_command(
     as_json: bool,
 ) -> None:
     """Consolidate and age OWNER's memories: summarize, promote, expire, decay, archive (see docs/reflect.md)."""
-    from compactor import ReflectRequest, reflect, render_reflect_text
+    from compactor import ReflectReport, ReflectRequest, reflect, render_reflect_text
 
     request = ReflectRequest(
         actions_csv=actions,
@@ -327,12 +320,12 @@ def reflect_command(
     if remote is not None:
         with remote.client(owner) as client:
             fields: dict[str, Any] = _set(**dataclasses.asdict(request), expected_plan=expected_plan)
-            report = client.reflect(**fields, exclude=list(exclude)).raw
+            report = ReflectReport(**client.reflect(**fields, exclude=list(exclude)).raw)
     else:
         with open_engine(ctx) as engine:
             report = reflect(engine, Principal.local(owner), request, expected_plan=expected_plan, exclude=exclude)
     if as_json:
-        emit(report)
+        emit(answer(ReflectReportOut, report))
     else:
         click.echo(render_reflect_text(report))
 

@@ -3,7 +3,6 @@ archive, restore, forget, forget-owner, batch), acting on the data dir as the op
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from retrieval.usecases import (
     set_status,
 )
 
+from ..routes.responses import MemoryOut, WriteOut, answer
 from .common import emit, open_engine, settings_of
 from .remote import remote_of
 
@@ -29,18 +29,8 @@ __all__ = ["memories_group"]
 
 
 def _record(memory: Memory) -> dict[str, Any]:
-    record = memory.to_dict()
-    record.pop("context", None)
-    return record
-
-
-# A record as the CLI prints it: the record's fields in its order (the server's answer is reordered to it).
-RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(Memory) if f.name not in ("context", "content_sha256"))
-
-
-def _in_order(record: dict[str, Any]) -> dict[str, Any]:
-    """A record the server sent, in the record's field order (as `_record` writes one)."""
-    return {name: record[name] for name in RECORD_FIELDS if name in record}
+    """A record as the API writes it (and a server beside the CLI sends it)."""
+    return answer(MemoryOut, memory).model_dump(mode="json")
 
 
 def _line(record: dict[str, Any]) -> str:
@@ -72,7 +62,7 @@ def list_command(ctx: click.Context, /, owner: str, as_json: bool, **filters: An
     if remote is not None:
         with remote.client(owner) as client:
             listed = client.list_memories(**{k: v for k, v in filters.items() if v is not None}).raw
-        records = [_in_order(m) for m in listed["memories"]]
+        records = listed["memories"]
         cursor = listed["next_cursor"]
     else:
         with open_engine(ctx) as engine:
@@ -99,7 +89,7 @@ def history_command(ctx: click.Context, owner: str, memory_id: str) -> None:
             told = client.history(memory_id)
         emit(
             {
-                "memory": _in_order(told["memory"]),
+                "memory": told["memory"],
                 "versions": [{k: v[k] for k in ("version", "at", "action", "changes")} for v in told["versions"]],
                 "derived_from": [m["id"] for m in told["derived_from"]],
                 "derived_into": [m["id"] for m in told["derived_into"]],
@@ -164,7 +154,7 @@ def edit_command(
     remote = remote_of(settings_of(ctx))
     if remote is not None:
         with remote.client(owner) as client:
-            record = _in_order(client.edit(memory_id, expected_version, **changes).raw)
+            record = client.edit(memory_id, expected_version, **changes).raw
     else:
         with open_engine(ctx) as engine:
             record = _record(edit_memory(engine, Principal.local(owner), memory_id, expected_version, changes))
@@ -183,7 +173,7 @@ def _status_command(name: str, status: MemoryStatus, help_text: str) -> None:
             with remote.client(owner) as client:
                 change = client.restore if status is MemoryStatus.ACTIVE else client.archive
                 change(memory_id, expected_version)
-                record = _in_order(client.history(memory_id)["memory"])  # a fetch by id would count a use
+                record = client.history(memory_id)["memory"]  # a fetch by id would count a use
         else:
             with open_engine(ctx) as engine:
                 record = _record(set_status(engine, Principal.local(owner), memory_id, status, expected_version))
@@ -206,12 +196,12 @@ def forget_command(ctx: click.Context, owner: str, yes: bool, memory_id: str) ->
     remote = remote_of(settings_of(ctx))
     if remote is not None:
         with remote.client(owner) as client:
-            answer = client.forget(memory_id)
-        forgotten, audit_ids = answer["forgotten"], answer["audit_record_ids"]
+            told = client.forget(memory_id)
+        forgotten, audit_ids = told["forgotten"], told["audit_record_ids"]
     else:
         with open_engine(ctx) as engine:
             done = forget_memory(engine, Principal.local(owner), memory_id)
-        forgotten, audit_ids = done.memory_ids, done.audit_ids
+        forgotten, audit_ids = done.forgotten, done.audit_record_ids
     click.echo(f"forgot {len(forgotten)} memory; audit {', '.join(audit_ids)}")
 
 
@@ -229,7 +219,7 @@ def forget_owner_command(ctx: click.Context, yes: bool, owner: str) -> None:
             forgotten = client.forget_owner(owner)["forgotten"]
     else:
         with open_engine(ctx) as engine:
-            forgotten = forget_owner(engine, Principal.local("admin"), owner).memory_ids
+            forgotten = forget_owner(engine, Principal.local("admin"), owner).forgotten
     click.echo(f"forgot {len(forgotten)} memories of {owner}")
 
 
@@ -247,7 +237,10 @@ def batch_command(ctx: click.Context, owner: str, as_json: bool, file: Path) -> 
             results = [written.raw for written in client.remember_batch(items)]
     else:
         with open_engine(ctx) as engine:
-            results = [r.to_dict() for r in remember_batch(engine, Principal.local(owner), items)]
+            results = [
+                answer(WriteOut, r).model_dump(mode="json")
+                for r in remember_batch(engine, Principal.local(owner), items)
+            ]
     if as_json:
         emit({"results": results})
     else:

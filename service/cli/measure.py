@@ -1,5 +1,5 @@
 """`xmemo eval`, `bench`, `bench-reflect` and `bench-cache`: the measurement commands, which run the
-offline evaluation and the benchmarks of `eval/` and `compactor/bench.py` (imported when run)."""
+offline evaluation and the benchmarks of `eval/` (imported when run)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,9 @@ __all__ = ["bench_command", "eval_command"]
     help="Load the conversations this many times (later copies a year apart) to reach the size wanted.",
 )
 @click.option("--limit", type=click.IntRange(1, 5000), default=5000, show_default=True)
-@click.option("--compare-clustering", is_flag=True, help="Also compare clustering methods on the same vectors.")
+@click.option(
+    "--compare-clustering", "compare", is_flag=True, help="Also compare clustering methods on the same vectors."
+)
 @click.option(
     "--shared-data",
     type=click.Path(file_okay=False, path_type=Path),
@@ -37,18 +39,15 @@ __all__ = ["bench_command", "eval_command"]
 )
 @click.option("--json", "as_json", is_flag=True)
 def bench_reflect_command(
-    dataset: str, copies: int, limit: int, compare_clustering: bool, shared_data: Path | None, as_json: bool
+    dataset: str, copies: int, limit: int, compare: bool, shared_data: Path | None, as_json: bool
 ) -> None:
     """Time reflect (dry and real run) on LoCoMo turns as episodic memories; print sample summaries."""
-    from compactor.bench import run_reflect_bench
-    from eval.reflect_data import clustering_inputs, locomo_records
+    from eval.reflect_bench import clustering_inputs, compare_clustering, locomo_records, run_reflect_bench
 
     records = locomo_records(dataset, copies, shared_data)
     report = run_reflect_bench(records, limit=limit, progress=lambda line: click.echo(line, err=True))
-    if compare_clustering:
-        from compactor.bench import compare_clustering as compare
-
-        report["clustering"] = compare(*clustering_inputs(dataset, shared_data))
+    if compare:
+        report["clustering"] = compare_clustering(*clustering_inputs(dataset, shared_data))
     if as_json:
         emit(report)
         return

@@ -86,18 +86,25 @@ def _client_error(response: httpx.Response) -> XmemoClientError:
     return error_for(response.status_code, body)
 
 
+# A refusal's status -> the domain error the local path raises, from each class's own status; a body
+# that is not JSON (400) or is too large (413) is the caller's error too, and any other status (a 5xx,
+# no answer) a store that cannot serve.
+_REFUSED: tuple[type[XMemoError], ...] = (
+    AuthenticationError,
+    PermissionDeniedError,
+    NotFoundError,
+    ConflictError,
+    ValidationError,
+)
+_REFUSALS: dict[int, type[XMemoError]] = {kind.status: kind for kind in _REFUSED} | {
+    400: ValidationError,
+    413: ValidationError,
+}
+
+
 def _domain(error: XmemoClientError) -> XMemoError:
     """The domain error of a refusal: its message, and the exit code the local path would give."""
-    kinds: dict[int, type[XMemoError]] = {
-        401: AuthenticationError,
-        403: PermissionDeniedError,
-        404: NotFoundError,
-        409: ConflictError,
-        400: ValidationError,
-        413: ValidationError,
-        422: ValidationError,
-    }
-    return kinds.get(error.status, StoreError)(error.message)
+    return _REFUSALS.get(error.status, StoreError)(error.message)
 
 
 def _held(data_dir: Path) -> bool:

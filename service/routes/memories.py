@@ -20,9 +20,9 @@ from retrieval.usecases import (
     set_status,
 )
 
-from ..schemas import NO_NUL, NON_BLANK_LABEL, Label, Timestamp, iso
+from .bodies import NO_NUL, NON_BLANK_LABEL, BatchBody, EditBody, Label, Timestamp, iso
 from .deps import Caller, Engine
-from .models import BatchBody, BatchOut, EditBody, ForgetOut, HistoryOut, MemoryOut, MemoryPageOut, StatusOut, WriteOut
+from .responses import BatchOut, ForgetOut, HistoryOut, MemoryOut, MemoryPageOut, StatusOut, answer
 
 __all__ = ["router"]
 
@@ -84,31 +84,31 @@ def list_route(
             order=order,
         ),
     )
-    return MemoryPageOut(memories=[MemoryOut.of(m) for m in page.memories], next_cursor=page.next_cursor)
+    return answer(MemoryPageOut, page)
 
 
 @router.post("/memories/batch", response_model=BatchOut)
 def batch_route(body: BatchBody, engine: Engine, principal: Caller) -> BatchOut:
     """Up to 500 new memories in one transaction (all or none); a batch sent again adds nothing."""
     results = remember_batch(engine, principal, [item.line() for item in body.memories])
-    return BatchOut(results=[WriteOut.of(r) for r in results])
+    return BatchOut.model_validate({"results": results}, from_attributes=True)
 
 
 @router.get("/memories/{memory_id}", response_model=MemoryOut)
 def get_route(memory_id: MemoryId, engine: Engine, principal: Caller) -> MemoryOut:
-    return MemoryOut.of(get_memory(engine, principal, memory_id))
+    return answer(MemoryOut, get_memory(engine, principal, memory_id))
 
 
 @router.get("/memories/{memory_id}/history", response_model=HistoryOut)
 def history_route(memory_id: MemoryId, engine: Engine, principal: Caller) -> HistoryOut:
     """Versions, derived_from links both ways, supersession, and the audit trail."""
-    return HistoryOut.of(memory_history(engine, principal, memory_id))
+    return answer(HistoryOut, memory_history(engine, principal, memory_id))
 
 
 @router.patch("/memories/{memory_id}", response_model=MemoryOut)
 def edit_route(memory_id: MemoryId, body: EditBody, engine: Engine, principal: Caller) -> MemoryOut:
     """A new version with the fields sent; 409 unless the memory is at `expected_version`."""
-    return MemoryOut.of(edit_memory(engine, principal, memory_id, body.expected_version, body.changes()))
+    return answer(MemoryOut, edit_memory(engine, principal, memory_id, body.expected_version, body.changes()))
 
 
 @router.post("/memories/{memory_id}/restore", response_model=StatusOut)
@@ -116,8 +116,7 @@ def restore_route(
     memory_id: MemoryId, engine: Engine, principal: Caller, expected_version: ExpectedVersion = None
 ) -> StatusOut:
     """An archived or expired memory becomes active again."""
-    memory = set_status(engine, principal, memory_id, MemoryStatus.ACTIVE, expected_version)
-    return StatusOut(id=memory.id, status=memory.status.value, version=memory.version)
+    return answer(StatusOut, set_status(engine, principal, memory_id, MemoryStatus.ACTIVE, expected_version))
 
 
 @router.delete("/memories/{memory_id}", response_model=StatusOut | ForgetOut)
@@ -130,10 +129,8 @@ def delete_route(
 ) -> StatusOut | ForgetOut:
     """Archive (soft, audited), or with `hard=true` forget: gone from every store, a tombstone audited."""
     if hard:
-        forgotten = forget_memory(engine, principal, memory_id, expected_version)
-        return ForgetOut(forgotten=forgotten.memory_ids, audit_record_ids=forgotten.audit_ids)
-    memory = set_status(engine, principal, memory_id, MemoryStatus.ARCHIVED, expected_version)
-    return StatusOut(id=memory.id, status=memory.status.value, version=memory.version)
+        return answer(ForgetOut, forget_memory(engine, principal, memory_id, expected_version))
+    return answer(StatusOut, set_status(engine, principal, memory_id, MemoryStatus.ARCHIVED, expected_version))
 
 
 @router.delete("/owners/{owner_id}/memories", response_model=ForgetOut)
@@ -143,5 +140,4 @@ def forget_owner_route(
     principal: Caller,
 ) -> ForgetOut:
     """Forget every memory an owner wrote ("forget me"), by a memory:admin key."""
-    forgotten = forget_owner(engine, principal, owner_id)
-    return ForgetOut(forgotten=forgotten.memory_ids, audit_record_ids=forgotten.audit_ids)
+    return answer(ForgetOut, forget_owner(engine, principal, owner_id))

@@ -7,25 +7,16 @@ import hmac
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from prometheus_client import generate_latest
-from pydantic import BaseModel
 
 from retrieval import XMemoError
 
 from ..handlers import error_response
 from .deps import context_of
+from .responses import HealthOut, ReadyOut
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["ops"])
-
-
-class HealthOut(BaseModel):
-    status: str
-
-
-class ReadyOut(BaseModel):
-    status: str
-    index_points: int
 
 
 def _metrics_allowed(token: str | None, request: Request) -> bool:

@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Query
 
 from compactor import ReflectRequest, list_audit, reflect
 from compactor.audit import MAX_AUDIT_LIMIT
 
-from ..schemas import AuditActionList, Timestamp, iso
+from .bodies import AuditActionList, ReflectPlanBody, Timestamp, iso
 from .deps import Caller, Engine, SettingsOf
-from .models import ReflectPlanBody
-from .responses import AuditListOut, ReflectReportOut
+from .responses import AuditListOut, ReflectReportOut, answer
 
 __all__ = ["router"]
 
@@ -20,13 +17,18 @@ router = APIRouter(prefix="/api/v1", tags=["reflect"])
 
 
 @router.post("/reflect", response_model=ReflectReportOut)
-def reflect_route(body: ReflectPlanBody, engine: Engine, principal: Caller, settings: SettingsOf) -> dict[str, Any]:
-    fields = body.model_dump()
+def reflect_route(body: ReflectPlanBody, engine: Engine, principal: Caller, settings: SettingsOf) -> ReflectReportOut:
+    fields = body.model_dump(exclude={"expected_plan", "exclude"})
     fields["since"], fields["until"] = iso(body.since), iso(body.until)
-    expected_plan, exclude = fields.pop("expected_plan"), fields.pop("exclude")
-    return reflect(
-        engine, principal, ReflectRequest(**fields), settings.reflect, expected_plan=expected_plan, exclude=exclude
+    report = reflect(
+        engine,
+        principal,
+        ReflectRequest(**fields),
+        settings.reflect,
+        expected_plan=body.expected_plan,
+        exclude=body.exclude,
     )
+    return answer(ReflectReportOut, report)
 
 
 @router.get("/audit", response_model=AuditListOut)
@@ -37,6 +39,6 @@ def audit_route(
     until: Timestamp | None = None,
     action: AuditActionList | None = None,
     limit: int = Query(default=100, ge=1, le=MAX_AUDIT_LIMIT),
-) -> dict[str, Any]:
+) -> AuditListOut:
     records = list_audit(engine, principal, since=iso(since), until=iso(until), action=action or None, limit=limit)
-    return {"records": records}
+    return AuditListOut(records=records)

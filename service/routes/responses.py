@@ -1,29 +1,50 @@
-"""Typed responses of the recall, write and reflect routes, so that OpenAPI documents what they return.
-
-Each mirrors the `to_dict` shape of the use case's typed result (retrieval/usecases/results.py) or
-report (compactor/report.py); the route returns that shape and FastAPI checks it against the model.
-"""
+"""What the REST routes answer, so that OpenAPI documents it: each response is built from the use case's
+typed result (retrieval/usecases/results.py, the record, compactor's report) by its attributes
+(`model_validate(result, from_attributes=True)`), and is the one JSON shape of that result: the CLI's
+`--json` and the console write the same. The error body every route may answer is here too."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field
 
+from retrieval.storage import AuditRecord
+from retrieval.usecases import Version
+
 __all__ = [
+    "ERROR_RESPONSES",
     "AuditListOut",
-    "AuditRecordOut",
+    "BatchOut",
     "BudgetOut",
     "ContextPackOut",
+    "ErrorBody",
+    "ForgetOut",
+    "HealthOut",
+    "HistoryOut",
+    "LinkOut",
+    "MemoryOut",
+    "MemoryPageOut",
     "PackItemOut",
     "ProjectContextOut",
+    "ReadyOut",
     "ReflectReportOut",
     "RetrievalPlanOut",
     "SearchOut",
     "SearchResultOut",
+    "StatusOut",
+    "WriteOut",
+    "answer",
 ]
 
 StoredType = Literal["episodic", "semantic", "procedural", "identity", "working"]
+StatusName = Literal["active", "archived", "expired", "superseded"]
+Model = TypeVar("Model", bound=BaseModel)
+
+
+def answer(model: type[Model], result: object) -> Model:
+    """The response `model` of a use case's typed `result`, read from its attributes."""
+    return model.model_validate(result, from_attributes=True)
 
 
 class BudgetOut(BaseModel):
@@ -177,19 +198,120 @@ class ReflectReportOut(BaseModel):
     preview: list[dict[str, Any]] = Field(description="each proposal as a person reviews it, with its proposal_id")
 
 
-class AuditRecordOut(BaseModel):
+class AuditListOut(BaseModel):
+    records: list[AuditRecord] = Field(description="newest first")
+
+
+class MemoryOut(BaseModel):
+    """A memory record (the XMemo contract)."""
+
     id: str
-    created_at: str
-    actor: str
-    action: str
-    plan_id: str | None
     owner_id: str
     team_id: str | None
-    memory_ids: list[str]
-    before: dict[str, Any]
-    after: dict[str, Any]
-    reason: str
+    bucket: str
+    scope: str
+    path: str
+    type: StoredType
+    content: str
+    semantic_key: str | None
+    state_key: str | None
+    event_type: str | None
+    importance: float
+    confidence: float
+    source: str
+    session_id: str | None
+    speaker: str | None = None
+    metadata: dict[str, Any]
+    created_at: str
+    updated_at: str
+    occurred_at: str
+    last_accessed_at: str | None
+    access_count: int
+    expires_at: str | None
+    status: StatusName
+    version: int
+    derived_from: list[str]
 
 
-class AuditListOut(BaseModel):
-    records: list[AuditRecordOut] = Field(description="newest first")
+class MemoryPageOut(BaseModel):
+    memories: list[MemoryOut]
+    next_cursor: str | None = Field(description="pass as `cursor` for the next page; null on the last")
+
+
+class LinkOut(BaseModel):
+    """Another memory named by a link, briefly."""
+
+    id: str
+    type: StoredType
+    path: str
+    status: StatusName
+    created_at: str
+
+
+class HistoryOut(BaseModel):
+    memory: MemoryOut
+    versions: list[Version]
+    derived_from: list[LinkOut] = Field(description="the memories this one was made from (reflect)")
+    derived_into: list[LinkOut] = Field(description="the memories made from this one (reflect)")
+    supersedes: list[LinkOut]
+    superseded_by: list[LinkOut]
+    audit: list[AuditRecord] = Field(description="the memory's audit trail, oldest first")
+
+
+class StatusOut(BaseModel):
+    id: str
+    status: StatusName
+    version: int
+
+
+class ForgetOut(BaseModel):
+    forgotten: list[str] = Field(description="ids removed from every store")
+    audit_record_ids: list[str] = Field(description="the tombstones left in the audit log, without content")
+
+
+class WriteOut(BaseModel):
+    id: str
+    memory_id: str
+    status: StatusName
+    version: int
+    deduplicated: bool
+    outcome: Literal["created", "unchanged", "superseded", "merged"]
+
+
+class BatchOut(BaseModel):
+    results: list[WriteOut]
+
+
+class HealthOut(BaseModel):
+    status: str
+
+
+class ReadyOut(BaseModel):
+    status: str
+    index_points: int
+
+
+class ErrorDetail(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    error: ErrorDetail
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"model": ErrorBody, "description": description}
+    for status, description in (
+        (400, "the body is not JSON"),
+        (401, "missing, unknown or revoked API key"),
+        (403, "missing scope, or a team or owner not granted"),
+        (404, "unknown memory"),
+        (405, "method not allowed"),
+        (409, "the memory changed concurrently"),
+        (413, "request body over the limit"),
+        (422, "validation failed"),
+        (429, "rate limit of the key reached"),
+        (503, "a store is unavailable"),
+    )
+}

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from retrieval import RememberRequest, WriteResult, add_event, remember, update_state
 from retrieval.domain import WRITE, require
 
-from ..schemas import EventBody, RememberBody, StateBody, iso
+from .bodies import EventBody, RememberBody, StateBody, iso
 from .deps import Caller, Engine
-from .models import WriteOut
+from .responses import WriteOut, answer
 
 __all__ = ["router"]
 
@@ -45,13 +43,13 @@ def update_state_route(body: StateBody, engine: Engine, principal: Caller) -> JS
 
 
 @router.post("/timeline/events", status_code=201, response_model=WriteOut)
-def event_route(body: EventBody, engine: Engine, principal: Caller) -> dict[str, Any]:
+def event_route(body: EventBody, engine: Engine, principal: Caller) -> WriteOut:
     require(principal, WRITE)
     fields = body.model_dump()
     fields["occurred_at"] = iso(body.occurred_at)
-    return add_event(engine, principal, **fields).to_dict()
+    return answer(WriteOut, add_event(engine, principal, **fields))
 
 
 def _answer(result: WriteResult) -> JSONResponse:
     """201 when the write made a memory (or a new version of one), 200 when it changed nothing."""
-    return JSONResponse(result.to_dict(), status_code=201 if result.created else 200)
+    return JSONResponse(answer(WriteOut, result).model_dump(mode="json"), status_code=201 if result.created else 200)

@@ -10,8 +10,9 @@ import pytest
 
 from compactor import ReflectRequest, ReflectSettings, reflect
 from compactor.scripts import script_of
-from retrieval import ConflictError, Principal, archive_memory, get_memory, import_records, recall_context
+from retrieval import ConflictError, Principal, archive_memory, get_memory, import_records
 from retrieval.domain import format_time
+from tests.support import pack_for
 
 NOW = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 ALICE = Principal(owner_id="alice", agent_id="a1")
@@ -76,27 +77,27 @@ def ids_of(engine: Any, texts: list[str]) -> list[str]:
 
 
 def proposals(report: dict[str, Any]) -> list[str]:
-    return [p["proposal_id"] for p in report["preview"]]
+    return [p["proposal_id"] for p in report.preview]
 
 
 def test_reflect_on_a_week_keeps_the_fix_language_and_promotes_only_what_was_used(engine) -> None:  # type: ignore[no-untyped-def]
     (standup, vault) = ids_of(engine, [STANDUP, VAULT])
     for question in UNRELATED:  # ranked first (a pack of one) for six questions, never fetched
-        assert [item.id for item in recall_context(engine, ALICE, question, max_items=1).items] == [standup]
+        assert [item.id for item in pack_for(engine, ALICE, question, max_items=1).items] == [standup]
     for question in ("Where is the Stripe webhook secret?", "vault path for webhooks", "Stripe secret"):
-        assert vault in [item.id for item in recall_context(engine, ALICE, question).items]
+        assert vault in [item.id for item in pack_for(engine, ALICE, question).items]
     get_memory(engine, ALICE, vault)
     get_memory(engine, ALICE, vault)  # used: fetched by id twice, after being read for three questions
 
     report = reflect(engine, ALICE, WEEK)
 
-    summaries = report["summaries"]
+    summaries = report.summaries
     assert len(summaries) == 1 and set(summaries[0]["derived_from"]) == set(ids_of(engine, [t for _, t in BUG]))
     assert summaries[0]["path"] == "payments/bugs"  # the members' common folder
-    assert {tuple(p["derived_from"]) for p in report["promotions"]} == {(vault,)}  # the standup note is not
-    pack = recall_context(engine, ALICE, "How did we fix PAY-2291?")
+    assert {tuple(p["derived_from"]) for p in report.promotions} == {(vault,)}  # the standup note is not
+    pack = pack_for(engine, ALICE, "How did we fix PAY-2291?")
     assert FIX_SENTENCE in pack.context_text  # the fix itself, whether the summary or the member carries it
-    for made in summaries + report["promotions"]:
+    for made in summaries + report.promotions:
         assert len({script_of(get_memory(engine, ALICE, i).content) for i in made["derived_from"]}) == 1
 
 
@@ -106,9 +107,9 @@ def test_with_the_model_trusted_on_chinese_the_unrelated_chinese_notes_would_clu
     trusting = ReflectSettings(embedded_scripts=("Latin", "Han"))
     dry = reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True), trusting)
     chinese = set(ids_of(engine, [t for _, t in CHINESE]))
-    assert any(set(s["derived_from"]) == chinese for s in dry["summaries"])
+    assert any(set(s["derived_from"]) == chinese for s in dry.summaries)
     checked = reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True))
-    assert not any(set(s["derived_from"]) & chinese for s in checked["summaries"])
+    assert not any(set(s["derived_from"]) & chinese for s in checked.summaries)
 
 
 def test_leaving_one_proposal_out_applies_exactly_the_others(engine) -> None:  # type: ignore[no-untyped-def]
@@ -119,18 +120,18 @@ def test_leaving_one_proposal_out_applies_exactly_the_others(engine) -> None:  #
     ]
     import_records(engine, Principal.local("alice"), [{"path": "payments/old", **line} for line in older])
     dry = reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True, actions_csv="summarize,decay"))
-    summary = dry["summaries"][0]["proposal_id"]
+    summary = dry.summaries[0]["proposal_id"]
     assert summary in proposals(dry) and len(proposals(dry)) >= 2
     done = reflect(
         engine,
         ALICE,
         ReflectRequest(time_window_hours=240, actions_csv="summarize,decay"),
-        expected_plan=dry["plan_digest"],
+        expected_plan=dry.plan_digest,
         exclude=[summary],
     )
-    assert proposals(done) == [p for p in proposals(dry) if p != summary] and done["excluded"] == [summary]
-    assert len(done["audit_record_ids"]) == len(proposals(dry)) - 1 and done["counts"]["summarized"] == 0
-    made = dry["summaries"][0]["id"]
+    assert proposals(done) == [p for p in proposals(dry) if p != summary] and done.excluded == (summary,)
+    assert len(done.audit_record_ids) == len(proposals(dry)) - 1 and done.counts["summarized"] == 0
+    made = dry.summaries[0]["id"]
     assert made not in {m.id for m in engine.store.iterate("alice")}
     again = reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True, actions_csv="summarize,decay"))
     assert proposals(again) == [summary]  # what was left out is proposed again, nothing else
@@ -139,7 +140,7 @@ def test_leaving_one_proposal_out_applies_exactly_the_others(engine) -> None:  #
 def test_an_exclusion_from_another_plan_writes_nothing(engine) -> None:  # type: ignore[no-untyped-def]
     dry = reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True))
     with pytest.raises(ConflictError, match="no proposal summarize-000000000000"):
-        reflect(engine, ALICE, WEEK, expected_plan=dry["plan_digest"], exclude=["summarize-000000000000"])
+        reflect(engine, ALICE, WEEK, expected_plan=dry.plan_digest, exclude=["summarize-000000000000"])
     assert reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True)) == dry
 
 
@@ -148,9 +149,9 @@ def test_a_summary_groups_the_notes_a_pack_holds_under_one_header_and_never_take
     a pack holds are shown once, as one block under the summary's id (one header, not three), each
     note whole; the tokens saved are left for further memories (retrieval/ranking/grouping.py)."""
     question = "What does refunds/amount.py use now?"
-    before = recall_context(engine, ALICE, question, max_tokens=1500)
-    summary = reflect(engine, ALICE, WEEK)["summaries"][0]["id"]
-    after = recall_context(engine, ALICE, question, max_tokens=1500)
+    before = pack_for(engine, ALICE, question, max_tokens=1500)
+    summary = reflect(engine, ALICE, WEEK).summaries[0]["id"]
+    after = pack_for(engine, ALICE, question, max_tokens=1500)
     bug = ids_of(engine, [t for _, t in BUG])
     assert set(bug) <= {item.id for item in before.items}
     assert summary in {item.id for item in after.items} and not set(bug) & {item.id for item in after.items}
@@ -163,17 +164,17 @@ def test_a_summary_groups_the_notes_a_pack_holds_under_one_header_and_never_take
     assert {t for _, t in BUG + OTHER if t in before.context_text} <= {
         t for _, t in BUG + OTHER if t in after.context_text
     }
-    tight = recall_context(engine, ALICE, question, max_tokens=90)
+    tight = pack_for(engine, ALICE, question, max_tokens=90)
     assert FIX_SENTENCE in tight.context_text and tight.budget.used_tokens <= 90
 
 
 def test_a_summary_whose_member_was_archived_is_ranked_as_itself(engine) -> None:  # type: ignore[no-untyped-def]
     """Archived, the symptom's note is no longer in the ranking; the summary is then the only memory
     holding its words, so it takes a place of its own, heading and all."""
-    summary = reflect(engine, ALICE, WEEK)["summaries"][0]["id"]
+    summary = reflect(engine, ALICE, WEEK).summaries[0]["id"]
     symptom = ids_of(engine, [BUG[0][1]])[0]
     archive_memory(engine, ALICE, symptom)
-    pack = recall_context(engine, ALICE, "Which orders had refunds that were too large?", max_tokens=1500)
+    pack = pack_for(engine, ALICE, "Which orders had refunds that were too large?", max_tokens=1500)
     ids = [item.id for item in pack.items]
     assert summary in ids and symptom not in ids
     assert "Summary of 3 related memories" in pack.blocks[ids.index(summary)]

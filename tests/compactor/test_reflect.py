@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from dataclasses import replace
+from dataclasses import asdict, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -16,7 +16,15 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from compactor import ReflectRequest, ReflectSettings, list_audit, prepare_plan, reflect, render_reflect_text
+from compactor import (
+    ReflectReport,
+    ReflectRequest,
+    ReflectSettings,
+    list_audit,
+    prepare_plan,
+    reflect,
+    render_reflect_text,
+)
 from compactor.apply import apply_plan
 from compactor.plan import SUMMARIZED_KEY, USED_KEY
 from retrieval import (
@@ -28,10 +36,9 @@ from retrieval import (
     archive_memory,
     get_memory,
     import_records,
-    recall_context,
 )
 from retrieval.domain import format_time
-from tests.support import BACKENDS, TEST_DATA
+from tests.support import BACKENDS, TEST_DATA, pack_for
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 ALICE = Principal(owner_id="alice", agent_id="a1", team_ids=("team-a",))
@@ -115,8 +122,8 @@ def state(engine) -> tuple[list[dict[str, Any]], int]:  # type: ignore[no-untype
     return records, audits
 
 
-def comparable(report: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in report.items() if k not in ("dry_run", "audit_record_ids")}
+def comparable(report: ReflectReport) -> dict[str, Any]:
+    return {k: v for k, v in asdict(report).items() if k not in ("dry_run", "audit_record_ids")}
 
 
 def test_dry_run_is_exactly_what_the_real_run_applies(seeded):
@@ -127,16 +134,16 @@ def test_dry_run_is_exactly_what_the_real_run_applies(seeded):
     # decayed: the build-server and planning notes (a change of at least decay_min_change = 0.01 needs
     # about 5.3 idle days at half-life 180, so the trip notes of up to 4 days ago are left alone)
     # archived: none; the retired build server note is idle and decayed, but no other memory holds its words
-    assert dry["counts"] == {"summarized": 2, "promoted": 2, "expired": 1, "decayed": 2, "archived": 0}
-    assert dry["audit_record_ids"] == [] and dry["dry_run"] is True
+    assert dry.counts == {"summarized": 2, "promoted": 2, "expired": 1, "decayed": 2, "archived": 0}
+    assert dry.audit_record_ids == () and dry.dry_run is True
 
     real = reflect(seeded, ALICE, replace(request, dry_run=False))
     assert comparable(real) == comparable(dry)
-    assert len(real["audit_record_ids"]) == sum(dry["counts"].values())
+    assert len(real.audit_record_ids) == sum(dry.counts.values())
 
-    summaries = {s["members"]: s for s in real["summaries"]}
+    summaries = {s["members"]: s for s in real.summaries}
     assert set(summaries) == {5}
-    for summary in real["summaries"]:
+    for summary in real.summaries:
         made = get_memory(seeded, ALICE, summary["id"])
         assert made.type.value == "episodic" and made.source == "reflect" and len(made.derived_from) == 5
         for member_id in made.derived_from:
@@ -145,16 +152,16 @@ def test_dry_run_is_exactly_what_the_real_run_applies(seeded):
         stored = [seeded.store.get(i).content for i in made.derived_from]  # inspection, not a use
         topic = next(name for name, sentences in TOPICS.items() if stored[0] in sentences)
         assert all(content in TOPICS[topic] for content in stored)
-    recurring, single = sorted(real["promotions"], key=lambda p: -p["members"])
+    recurring, single = sorted(real.promotions, key=lambda p: -p["members"])
     assert recurring["members"] == 5 and recurring["type"] == "semantic" and recurring["days"] == 5
     assert single["members"] == 1 and "Helix" in single["content"]
     assert get_memory(seeded, ALICE, single["derived_from"][0]).metadata[USED_KEY] == single["id"]
-    assert [e["expires_at"] is not None for e in real["lifecycle"]["expired"]] == [True]
+    assert [e["expires_at"] is not None for e in real.lifecycle["expired"]] == [True]
 
     records = {r["id"]: r for r in state(seeded)[0]}
     retired = next(r for r in records.values() if "retired build server" in r["content"])
     assert retired["status"] == "active" and retired["importance"] == pytest.approx(0.5 * 2 ** (-200 / 180), abs=1e-4)
-    decayed = {d["id"]: d for d in real["lifecycle"]["decayed"]}
+    decayed = {d["id"]: d for d in real.lifecycle["decayed"]}
     planning = next(r for r in records.values() if "quarterly planning" in r["content"])
     assert (
         decayed[planning["id"]]["importance_after"]
@@ -167,15 +174,15 @@ def test_dry_run_is_exactly_what_the_real_run_applies(seeded):
     assert all(r["version"] == 1 for r in records.values() if r["owner_id"] == "bob")
 
     # the summary is in the index and recalled: packed, or collapsed into the member whose words it took
-    pack = recall_context(seeded, ALICE, "Postgres 16 migration pg_trgm extension on staging", max_items=8)
-    made = {s["id"] for s in real["summaries"]}
+    pack = pack_for(seeded, ALICE, "Postgres 16 migration pg_trgm extension on staging", max_items=8)
+    made = {s["id"] for s in real.summaries}
     assert any(item.id in made for item in pack.items) or any(
         c.id in made and c.reason == "derived" for c in pack.retrieval_plan.collapsed
     )
     assert seeded.index.count() == seeded.store.count()
 
     again = reflect(seeded, ALICE, request)
-    assert again["counts"] == {"summarized": 0, "promoted": 0, "expired": 0, "decayed": 0, "archived": 0}, again[
+    assert again.counts == {"summarized": 0, "promoted": 0, "expired": 0, "decayed": 0, "archived": 0}, again[
         "promotions"
     ]
 
@@ -204,12 +211,12 @@ def test_only_what_another_memory_holds_word_for_word_is_archived(make_engine, f
     # read for three questions 600 days ago (the store's bookkeeping write, with that day's time)
     engine.store.record_access({noted: 0}, ago(days=600), [(noted, f"question-{i}") for i in range(3)])
     first = reflect(engine, ALICE, ReflectRequest(since=EVERYTHING))
-    assert first["counts"]["promoted"] == 1 and first["counts"]["archived"] == 0  # carried only from this pass on
+    assert first.counts["promoted"] == 1 and first.counts["archived"] == 0  # carried only from this pass on
     second = reflect(engine, ALICE, ReflectRequest(since=EVERYTHING))
-    archived = [get_memory(engine, ALICE, a["id"]) for a in second["lifecycle"]["archived"]]
+    archived = [get_memory(engine, ALICE, a["id"]) for a in second.lifecycle["archived"]]
     assert [m.content for m in archived] == [note]
     assert [m.status for m in archived] == [MemoryStatus.ARCHIVED]
-    pack = recall_context(engine, ALICE, "staging database password rotation")
+    pack = pack_for(engine, ALICE, "staging database password rotation")
     assert note in pack.context_text  # its words are still recalled, through the promotion
 
 
@@ -217,8 +224,8 @@ def test_a_dry_run_text_lists_each_candidate_and_what_the_limit_left_out(seeded)
     """The new user's finding: a dry run showed only counts, and the candidate limit cut silently."""
     dry = reflect(seeded, ALICE, ReflectRequest(since=EVERYTHING, dry_run=True))
     lines = render_reflect_text(dry).splitlines()
-    listed = lines[lines.index(f"Candidates: {sum(dry['counts'].values())}") + 1 :]
-    assert len(listed) == sum(dry["counts"].values())
+    listed = lines[lines.index(f"Candidates: {sum(dry.counts.values())}") + 1 :]
+    assert len(listed) == sum(dry.counts.values())
     expired = next(line for line in listed if line.startswith("- expire-"))
     assert "Temporary door code 4410" in expired and "has passed" in expired
     summary = next(line for line in listed if line.startswith("- summarize-"))
@@ -226,25 +233,25 @@ def test_a_dry_run_text_lists_each_candidate_and_what_the_limit_left_out(seeded)
     assert not any(line.startswith("Left out:") for line in lines)
     episodes = sum(1 for m in seeded.store.iterate("alice") if m.type.value == "episodic")
     cut = reflect(seeded, ALICE, ReflectRequest(since=EVERYTHING, dry_run=True, limit=4))
-    assert episodes > 4 and cut["candidates"]["left_out"] == episodes - 4
+    assert episodes > 4 and cut.candidates["left_out"] == episodes - 4
     assert render_reflect_text(cut).splitlines()[-1].startswith(f"Left out: {episodes - 4} episodes of the window")
 
 
 def test_audit_records_hold_before_and_after(seeded):
     real = reflect(seeded, ALICE, ReflectRequest(since=EVERYTHING))
     records = list_audit(seeded, ALICE, limit=100)
-    assert sorted(r["id"] for r in records) == sorted(real["audit_record_ids"])
-    assert [r["created_at"] for r in records] == sorted((r["created_at"] for r in records), reverse=True)
-    assert {r["plan_id"] for r in records} == {real["plan_id"]}
-    assert {r["actor"] for r in records} == {"alice/a1"}
+    assert sorted(r.id for r in records) == sorted(real.audit_record_ids)
+    assert [r.created_at for r in records] == sorted((r.created_at for r in records), reverse=True)
+    assert {r.plan_id for r in records} == {real.plan_id}
+    assert {r.actor for r in records} == {"alice/a1"}
     expired = list_audit(seeded, ALICE, action="expiry")
     assert len(expired) == 1
-    (only,) = expired[0]["memory_ids"]
-    assert expired[0]["before"][only] == {"status": "active", "version": 1}  # only what changed
-    assert expired[0]["after"][only]["status"] == "expired" and expired[0]["after"][only]["version"] == 2
+    (only,) = expired[0].memory_ids
+    assert expired[0].before[only] == {"status": "active", "version": 1}  # only what changed
+    assert expired[0].after[only]["status"] == "expired" and expired[0].after[only]["version"] == 2
     summary = list_audit(seeded, ALICE, action="summarize")[0]
-    created = summary["memory_ids"][0]
-    assert summary["before"][created] is None and summary["after"][created]["derived_from"] == summary["memory_ids"][1:]
+    created = summary.memory_ids[0]
+    assert summary.before[created] is None and summary.after[created]["derived_from"] == summary.memory_ids[1:]
     assert list_audit(seeded, Principal(owner_id="bob"), limit=100) == []  # another tenant sees none
     assert list_audit(seeded, ALICE, since=format_time(NOW + timedelta(seconds=1))) == []
 
@@ -258,7 +265,7 @@ def test_a_concurrent_change_between_plan_and_apply_leaves_everything_as_it_was(
         apply_plan(seeded, plan, "alice/a1")
     assert state(seeded) == before
     # planning again on what is there now succeeds
-    assert reflect(seeded, ALICE, ReflectRequest(since=EVERYTHING))["counts"]["summarized"] >= 1
+    assert reflect(seeded, ALICE, ReflectRequest(since=EVERYTHING)).counts["summarized"] >= 1
 
 
 def test_a_failing_audit_write_rolls_the_whole_run_back(seeded):
@@ -275,28 +282,28 @@ def test_a_failing_audit_write_rolls_the_whole_run_back(seeded):
     assert state(seeded) == before
     with seeded.store.sql_engine.begin() as connection:
         connection.execute(text("DROP TRIGGER audit_full"))
-    assert reflect(seeded, ALICE, ReflectRequest(since=EVERYTHING))["counts"]["decayed"] == 2
+    assert reflect(seeded, ALICE, ReflectRequest(since=EVERYTHING)).counts["decayed"] == 2
 
 
 def test_the_same_evidence_is_promoted_once(seeded):
     first = reflect(seeded, ALICE, ReflectRequest(actions_csv="promote", since=EVERYTHING))
-    assert first["counts"]["promoted"] == 2
-    helix = next(p["derived_from"][0] for p in first["promotions"] if p["members"] == 1)
+    assert first.counts["promoted"] == 2
+    helix = next(p["derived_from"][0] for p in first.promotions if p["members"] == 1)
     seeded.store.record_access({helix: 20}, format_time(NOW))
     again = reflect(seeded, ALICE, ReflectRequest(actions_csv="promote", since=EVERYTHING))
-    assert again["counts"]["promoted"] == 0
+    assert again.counts["promoted"] == 0
 
 
 def test_window_limit_and_filters_bound_the_pass(seeded):
     recent = reflect(seeded, ALICE, ReflectRequest(dry_run=True, time_window_hours=0.5))
-    assert recent["candidates"]["episodes"] == 0 and recent["counts"]["summarized"] == 0
-    assert recent["filters"]["time_window_hours"] == 0.5
+    assert recent.candidates["episodes"] == 0 and recent.counts["summarized"] == 0
+    assert recent.filters["time_window_hours"] == 0.5
     small = reflect(seeded, ALICE, ReflectRequest(dry_run=True, since=EVERYTHING, limit=2, actions_csv="summary"))
-    assert small["candidates"]["episodes"] == 2 and small["filters"]["limit"] == 2
+    assert small.candidates["episodes"] == 2 and small.filters["limit"] == 2
     elsewhere = reflect(seeded, ALICE, ReflectRequest(dry_run=True, since=EVERYTHING, path_filter="access%"))
-    assert elsewhere["counts"] == {"summarized": 0, "promoted": 0, "expired": 1, "decayed": 0, "archived": 0}
+    assert elsewhere.counts == {"summarized": 0, "promoted": 0, "expired": 1, "decayed": 0, "archived": 0}
     other_bucket = reflect(seeded, ALICE, ReflectRequest(dry_run=True, since=EVERYTHING, bucket="work"))
-    assert sum(other_bucket["counts"].values()) == 0
+    assert sum(other_bucket.counts.values()) == 0
     text_report = render_reflect_text(small)
     assert text_report.splitlines()[:3] == ["### Memory Reflect Report", "Dry Run: true", "Actions: summarize"]
 
@@ -317,7 +324,7 @@ def test_team_memories_change_only_for_members_who_ask(make_engine, fake_embedde
         engine, Principal.local("carol"), [line("Carol's team note on dashboards.", team_id="team-a", created_at=old)]
     )
     personal = reflect(engine, ALICE, ReflectRequest(actions_csv="decay"))
-    (only,) = personal["lifecycle"]["decayed"]
+    (only,) = personal.lifecycle["decayed"]
     assert "dentist" in get_memory(engine, ALICE, only["id"]).content
     outsider = Principal(owner_id="mallory", team_ids=("team-x",))
     before = state(engine)
@@ -325,9 +332,9 @@ def test_team_memories_change_only_for_members_who_ask(make_engine, fake_embedde
         reflect(engine, outsider, ReflectRequest(actions_csv="decay", team_id="team-a"))
     assert state(engine) == before
     team = reflect(engine, ALICE, ReflectRequest(actions_csv="decay", team_id="team-a"))
-    assert team["counts"]["decayed"] == 2
-    assert {get_memory(engine, ALICE, a["id"]).team_id for a in team["lifecycle"]["decayed"]} == {"team-a"}
-    assert list_audit(engine, Principal(owner_id="carol", team_ids=("team-a",)))[0]["team_id"] == "team-a"
+    assert team.counts["decayed"] == 2
+    assert {get_memory(engine, ALICE, a["id"]).team_id for a in team.lifecycle["decayed"]} == {"team-a"}
+    assert list_audit(engine, Principal(owner_id="carol", team_ids=("team-a",)))[0].team_id == "team-a"
 
 
 # -- properties over random stores and requests ------------------------------------------------
@@ -393,12 +400,12 @@ def test_properties_of_a_pass(make_engine, fake_embedder, clock, seed, asked):
         planned = prepare_plan(engine, ALICE, replace(request, dry_run=True), rules)
         before = {m.id: m for m in engine.store.iterate()}
         real = reflect(engine, ALICE, replace(request, dry_run=False), rules)
-        assert comparable(real) == comparable(dry) and real["plan_id"] == planned.plan_id
+        assert comparable(real) == comparable(dry) and real.plan_id == planned.plan_id
         stored = {m.id: m for m in engine.store.iterate()}
         assert {a.id: a for c in planned.changes for _, a in c.pairs} == {
             i: stored[i] for c in planned.changes for i in c.memory_ids
         }  # applied exactly as planned
-        for name, count in real["counts"].items():
+        for name, count in real.counts.items():
             event(f"{name}: {'some' if count else 'none'}")
 
         # nothing outside the filters, nor another owner's personal memory, was touched
@@ -414,12 +421,12 @@ def test_properties_of_a_pass(make_engine, fake_embedder, clock, seed, asked):
             assert options_bucket is None or memory.bucket == options_bucket
             assert asked["path_filter"] == "%" or memory.path.startswith(asked["path_filter"].rstrip("%"))
         created = [after[i] for i in after if i not in before]
-        assert len(created) == real["counts"]["summarized"] + real["counts"]["promoted"]
+        assert len(created) == real.counts["summarized"] + real.counts["promoted"]
         assert all(set(m.derived_from) <= set(changed) for m in created)
 
         again = reflect(engine, ALICE, replace(request, dry_run=True), rules)
-        assert again["counts"]["summarized"] == again["counts"]["promoted"] == 0, (again["promotions"], asked)
-        assert again["counts"]["decayed"] == 0 or asked["limit"] == 3  # a small limit may reach further now
+        assert again.counts["summarized"] == again.counts["promoted"] == 0, (again.promotions, asked)
+        assert again.counts["decayed"] == 0 or asked["limit"] == 3  # a small limit may reach further now
     finally:
         engine.close()
 
@@ -438,25 +445,25 @@ def test_leaving_out_a_summary_that_an_archive_relies_on_is_a_conflict_that_writ
         [line(s, session_id="s-old", occurred_at=old, created_at=old) for s in TOPICS["postgres-migration"][:3]],
     )
     dry = reflect(engine, ALICE, ReflectRequest(since=EVERYTHING, dry_run=True, actions_csv="summarize,archive"))
-    (summary,) = [s["proposal_id"] for s in dry["summaries"]]
-    assert dry["counts"]["archived"] == 3
+    (summary,) = [s["proposal_id"] for s in dry.summaries]
+    assert dry.counts["archived"] == 3
     before = state(engine)
     with pytest.raises(ConflictError, match="changes other proposals"):
         reflect(
             engine,
             ALICE,
             ReflectRequest(since=EVERYTHING, actions_csv="summarize,archive"),
-            expected_plan=dry["plan_digest"],
+            expected_plan=dry.plan_digest,
             exclude=[summary],
         )
     assert state(engine) == before
-    archives = [a["proposal_id"] for a in dry["lifecycle"]["archived"]]
+    archives = [a["proposal_id"] for a in dry.lifecycle["archived"]]
     done = reflect(
         engine,
         ALICE,
         ReflectRequest(since=EVERYTHING, actions_csv="summarize,archive"),
-        expected_plan=dry["plan_digest"],
+        expected_plan=dry.plan_digest,
         exclude=[summary, *archives],
     )
-    assert done["counts"] == {"summarized": 0, "promoted": 0, "expired": 0, "decayed": 0, "archived": 0}
-    assert sorted(done["excluded"]) == sorted([summary, *archives]) and state(engine) == before
+    assert done.counts == {"summarized": 0, "promoted": 0, "expired": 0, "decayed": 0, "archived": 0}
+    assert sorted(done.excluded) == sorted([summary, *archives]) and state(engine) == before

@@ -272,8 +272,7 @@ def test_summary_is_bounded_extractive_and_in_time_order():
 def test_locomo_turns_that_answer_one_question_cluster_together():
     """On LoCoMo dev, turns that are evidence for the same question share a cluster far more often
     than random turns of the same conversation; the chosen method beats the others on that lift."""
-    from compactor.bench import compare_clustering
-    from eval.reflect_data import clustering_inputs
+    from eval.reflect_bench import clustering_inputs, compare_clustering
 
     vectors, groups, pairs = clustering_inputs("locomo")
     rows = {row["method"]: row for row in compare_clustering(vectors, groups, pairs)}
@@ -284,14 +283,24 @@ def test_locomo_turns_that_answer_one_question_cluster_together():
 
 
 def test_mcp_text_shows_the_five_counts_and_at_most_20_audit_ids():
-    from compactor import render_reflect_text
+    from compactor import ReflectReport, render_reflect_text
 
-    report = {
-        "dry_run": False,
-        "actions": ["archive"],
-        "audit_record_ids": [f"id-{i}" for i in range(25)],
-        "counts": {"summarized": 0, "promoted": 0, "expired": 0, "decayed": 0, "archived": 25},
-    }
+    report = ReflectReport(
+        dry_run=False,
+        plan_id="plan",
+        plan_digest="0" * 64,
+        actions=("archive",),
+        filters={"limit": 500},
+        now="2026-12-03T00:00:00.000000Z",
+        candidates={},
+        summaries=(),
+        promotions=(),
+        lifecycle={},
+        counts={"summarized": 0, "promoted": 0, "expired": 0, "decayed": 0, "archived": 25},
+        audit_record_ids=tuple(f"id-{i}" for i in range(25)),
+        excluded=(),
+        preview=(),
+    )
     lines = render_reflect_text(report).splitlines()
     assert lines[:11] == [
         "### Memory Reflect Report",
@@ -307,5 +316,5 @@ def test_mcp_text_shows_the_five_counts_and_at_most_20_audit_ids():
         "- id-0",
     ]
     assert lines[-2:] == ["- id-19", "... and 5 more"] and len(lines) == 10 + 20 + 1
-    empty = render_reflect_text({**report, "audit_record_ids": [], "dry_run": True}).splitlines()
+    empty = render_reflect_text(replace(report, audit_record_ids=(), dry_run=True)).splitlines()
     assert empty[1] == "Dry Run: true" and empty[-3:] == ["Audit Records: 0", "", "Candidates: 0"]

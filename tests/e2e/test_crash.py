@@ -14,7 +14,8 @@ import uuid
 import pytest
 
 from eval.bench import synthetic_memories
-from retrieval import MemoryEngine, Principal, RetrievalSettings, import_records, recall_context, search_memory
+from retrieval import MemoryEngine, Principal, RetrievalSettings, import_records
+from tests.support import pack_for, search_for
 
 TOTAL = 5000
 KILL_AFTER = 1200
@@ -80,7 +81,7 @@ def test_sigkill_during_import_loses_nothing_committed(tmp_path, real_embedder):
         by_id = {line["id"]: line for line in lines}
         for memory_id in sorted(in_sql)[:: max(1, len(in_sql) // 40)]:
             ticket = by_id[memory_id]["content"].rsplit("ticket ", 1)[1].rstrip(".")
-            found = [i.id for i in recall_context(engine, alice, ticket, max_items=3).items]
+            found = [i.id for i in pack_for(engine, alice, ticket, max_items=3).items]
             assert found[0] == memory_id, f"{ticket} not recalled first"
     finally:
         engine.close()
@@ -128,7 +129,7 @@ def test_sigkill_during_reflect_applies_all_or_nothing(tmp_path, real_embedder):
     """Killed before its commit, a real run leaves the store as it was; killed right after, the whole
     plan is there, and restarting brings the index up to the committed records."""
     from compactor import ReflectRequest, reflect
-    from eval.reflect_data import locomo_records
+    from eval.reflect_bench import locomo_records
 
     data_dir = tmp_path / "data"
     engine = MemoryEngine(RetrievalSettings(data_dir=data_dir), embedder=real_embedder)
@@ -137,8 +138,8 @@ def test_sigkill_during_reflect_applies_all_or_nothing(tmp_path, real_embedder):
         planned = reflect(engine, Principal.local("talker"), ReflectRequest(since=SINCE, limit=5000, dry_run=True))
     finally:
         engine.close()
-    expected = sum(planned["counts"].values())
-    assert planned["counts"]["summarized"] + planned["counts"]["promoted"] > 100
+    expected = sum(planned.counts.values())
+    assert planned.counts["summarized"] + planned.counts["promoted"] > 100
     db_path = data_dir / "memories.sqlite"
     before = _records(db_path)
 
@@ -181,14 +182,14 @@ def test_sigkill_during_reflect_applies_all_or_nothing(tmp_path, real_embedder):
         run_and_kill(when_committed=True)  # the commit is visible: the index sync is under way
         assert _audit_count(db_path) == expected
     after = _records(db_path)
-    assert len(after) == len(before) + planned["counts"]["summarized"] + planned["counts"]["promoted"]
+    assert len(after) == len(before) + planned.counts["summarized"] + planned.counts["promoted"]
 
     engine = MemoryEngine(RetrievalSettings(data_dir=data_dir), embedder=real_embedder)  # repairs on open
     try:
         assert engine.index.count() == engine.store.count() == len(after)
         assert engine.store.count_indexed() == len(after)
-        summary = planned["summaries"][0]  # indexed after the repair: found by its own words
-        found = search_memory(engine, Principal.local("talker"), summary["content"], limit=3)
+        summary = planned.summaries[0]  # indexed after the repair: found by its own words
+        found = search_for(engine, Principal.local("talker"), summary["content"], limit=3)
         assert summary["id"] in [result.id for result in found.results]
     finally:
         engine.close()

@@ -19,12 +19,24 @@ import httpx
 import numpy as np
 import pytest
 
-from retrieval import MemoryEngine, Principal, RememberRequest, prepare_read, recall_context, remember
+from retrieval import (
+    LightRecallRequest,
+    MemoryEngine,
+    PreparedRead,
+    Principal,
+    RecallRequest,
+    RememberRequest,
+    SearchRequest,
+    prepare_read,
+    recall_context,
+    remember,
+)
 from retrieval.domain import tenant_of
-from retrieval.encoding import CachedEmbedder, EmbeddingCache, InferenceBatcher
+from retrieval.encoding import CachedEmbedder, EmbeddingCache, InferenceBatcher, completed
 from retrieval.engine import FLUSH_EVERY_READS, ReadTracker
+from retrieval.usecases import ReadRequest
 from service.loop_reads import read_for_query
-from tests.support import FakeEmbedder, RunningServer, in_process, settings_for
+from tests.support import FakeEmbedder, RunningServer, in_process, pack_for, settings_for
 
 ALICE = Principal(owner_id="alice")
 
@@ -141,9 +153,11 @@ def test_a_read_given_its_awaited_vector_answers_as_one_that_embeds_its_own(tmp_
         ):
             remember(engine, ALICE, RememberRequest(content=note, path="ops"))
         query = "why did the payments deploy fail"
-        given = recall_context(engine, ALICE, query, query_vector=prepare_read(engine, ALICE, query).vector.result(60))
+        prepared = prepare_read(engine, ALICE, RecallRequest(query=query))
+        prepared.vector.result(60)  # awaited, as the service awaits it
+        given = recall_context(engine, prepared)
         engine.embedder._queries.clear()  # the read below embeds its own query again
-        own = recall_context(engine, ALICE, query)
+        own = pack_for(engine, ALICE, query)
         assert [item.id for item in given.items] == [item.id for item in own.items]
         assert given.context_text == own.context_text
 
@@ -152,7 +166,9 @@ def test_a_read_given_a_vector_never_asks_the_model(tmp_path: Path):
     model = _Counting()
     with MemoryEngine(settings_for(tmp_path / "data", "edge"), embedder=model) as engine:
         remember(engine, ALICE, RememberRequest(content="the spare key is under the blue mat", path="home"))
-        pack = recall_context(engine, ALICE, "spare key", query_vector=model.embed(["spare key"])[0])
+        request = RecallRequest(query="spare key")
+        vector = completed(model.embed(["spare key"])[0])
+        pack = recall_context(engine, PreparedRead(request, request.filters_for(ALICE), vector, in_process=False))
         assert len(pack.items) == 1 and model.queries == []
 
 
@@ -162,19 +178,19 @@ def test_only_small_reads_of_this_process_files_run_on_the_event_loop(tmp_path: 
     (resolved by a scan in SQL), qdrant-client and PostgreSQL."""
     from tests.support import fresh_database
 
-    async def thread_of(engine: MemoryEngine, items: object, **filters: str) -> threading.Thread:
-        return await read_for_query(
-            engine, ALICE, "spare key", lambda _vector: threading.current_thread(), items=items, **filters
-        )
+    def where(_engine: MemoryEngine, _read: PreparedRead[ReadRequest]) -> threading.Thread:
+        return threading.current_thread()
 
-    def runs_on_loop(engine: MemoryEngine, items: object = 8, **filters: str) -> bool:
-        return asyncio.run(thread_of(engine, items, **filters)) is threading.current_thread()
+    def runs_on_loop(engine: MemoryEngine, request: ReadRequest | None = None) -> bool:
+        request = request or RecallRequest(query="spare key")
+        return asyncio.run(read_for_query(engine, ALICE, request, where)) is threading.current_thread()
 
     with MemoryEngine(settings_for(tmp_path / "edge", "edge"), embedder=fake_embedder) as engine:
-        assert runs_on_loop(engine) and runs_on_loop(engine, path_filter="home/keys")
-        assert not runs_on_loop(engine, path_filter="home/%")
-        assert not runs_on_loop(engine, items=9) and not runs_on_loop(engine, items=None)
-        assert not runs_on_loop(engine, items=True)  # not a count: the read itself refuses it
+        assert runs_on_loop(engine) and runs_on_loop(engine, RecallRequest(query="spare key", path_filter="home/keys"))
+        assert not runs_on_loop(engine, RecallRequest(query="spare key", path_filter="home/%"))
+        assert not runs_on_loop(engine, RecallRequest(query="spare key", max_items=9))
+        assert not runs_on_loop(engine, SearchRequest(query="spare key"))  # a search reads every candidate
+        assert runs_on_loop(engine, LightRecallRequest(query="spare key", limit=8))
     with MemoryEngine(settings_for(tmp_path / "local", "qdrant"), embedder=fake_embedder) as engine:
         assert not runs_on_loop(engine)  # qdrant-client (local mode here; a server elsewhere)
     with (

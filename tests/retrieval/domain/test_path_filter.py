@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from sqlalchemy import Column, Engine, MetaData, String, Table, create_engine, insert, select, text
 
 from compactor import ReflectRequest, reflect
-from retrieval import Principal, ValidationError, import_records, recall_context
+from retrieval import Principal, ValidationError, import_records
 from retrieval.domain import MAX_WILDCARDS, MemoryStatus, path_pattern
-from tests.support import finishes
+from tests.support import finishes, pack_for
 
 ALICE = Principal(owner_id="alice")
 # Every character that means something to LIKE, GLOB or a regex, both cases, and the separator.
@@ -134,9 +134,9 @@ def test_a_hostile_pattern_answers_at_once(make_engine) -> None:  # type: ignore
     engine = make_engine()
     _seed(engine, ["x" * 500 + "y", "projects/a"])
     hostile = "%x" * MAX_WILDCARDS + "Y"
-    pack = finishes(lambda: recall_context(engine, ALICE, "deploy note", path_filter=hostile))
+    pack = finishes(lambda: pack_for(engine, ALICE, "deploy note", path_filter=hostile))
     assert pack.items == ()
-    pack = finishes(lambda: recall_context(engine, ALICE, "deploy note", path_filter="%x%x%x%x%y"))
+    pack = finishes(lambda: pack_for(engine, ALICE, "deploy note", path_filter="%x%x%x%x%y"))
     assert [item.path for item in pack.items] == ["x" * 500 + "y"]
 
 
@@ -151,10 +151,10 @@ def test_recall_and_reflect_read_the_filter_alike(make_engine) -> None:  # type:
         ("projects/b_c", {"projects/b_c"}),
     ]:
         plan = reflect(engine, ALICE, ReflectRequest(dry_run=True, actions_csv="expire", path_filter=pattern))
-        assert plan["counts"]["expired"] == len(expected)
+        assert plan.counts["expired"] == len(expected)
     done = reflect(engine, ALICE, ReflectRequest(actions_csv="expire", path_filter="projects/%"))
-    assert done["counts"]["expired"] == 2
+    assert done.counts["expired"] == 2
     expired = sorted(m.path for m in engine.store.iterate() if m.status == MemoryStatus.EXPIRED)
     assert expired == ["projects/a", "projects/b_c"]
     # past expires_at, none is recalled, whether reflect has recorded its expiry or not
-    assert recall_context(engine, ALICE, "deploy note rollout", max_items=10).items == ()
+    assert pack_for(engine, ALICE, "deploy note rollout", max_items=10).items == ()

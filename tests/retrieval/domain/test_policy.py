@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from retrieval import PermissionDeniedError, Principal, RememberRequest, recall_context, remember
-from tests.support import FakeEmbedder, InProcess, in_process
+from retrieval import PermissionDeniedError, Principal, RememberRequest, remember
+from tests.support import FakeEmbedder, InProcess, in_process, pack_for
 
 SCOPES = {
     "read": ("memory:read",),
@@ -107,7 +107,7 @@ def test_the_operator_may_name_any_team(make_engine: Any) -> None:
     operator = Principal.local("ops")
     written = remember(engine, operator, RememberRequest(content="Restored team note.", path="p", team_id="team-z"))
     assert written.memory.team_id == "team-z"
-    assert recall_context(engine, operator, "restored team note", team_id="team-z").items
+    assert pack_for(engine, operator, "restored team note", team_id="team-z").items
     with pytest.raises(PermissionDeniedError):
         remember(
             engine,

@@ -12,10 +12,10 @@ import numpy as np
 from hypothesis import given
 from hypothesis import strategies as st
 
-from retrieval import Principal, RememberRequest, add_event, import_records, recall_context, remember, update_state
+from retrieval import Principal, RememberRequest, add_event, import_records, remember, update_state
 from retrieval.domain import tenant_digest, tenant_of
 from retrieval.encoding import CachedEmbedder, EmbeddingCache
-from tests.support import FakeEmbedder
+from tests.support import FakeEmbedder, pack_for
 
 ALICE = Principal(owner_id="alice", team_ids=("t1",))
 BOB = Principal(owner_id="bob", team_ids=("t1",))
@@ -93,8 +93,8 @@ def test_the_stored_digest_finds_the_vector_for_reflect(make_engine):
 def test_another_tenants_query_is_encoded_afresh(make_engine):
     model = CountingEmbedder()
     engine = make_engine(model)
-    recall_context(engine, ALICE, "when does the merger close")
-    recall_context(engine, CAROL, "when does the merger close")
+    pack_for(engine, ALICE, "when does the merger close")
+    pack_for(engine, CAROL, "when does the merger close")
     assert model.queries == ["when does the merger close"] * 2
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from retrieval import MemoryEngine, Principal, RememberRequest, RetrievalSettings, recall_context, remember
-from tests.support import RunningServer
+from retrieval import MemoryEngine, Principal, RememberRequest, RetrievalSettings, remember
+from tests.support import RunningServer, pack_for
 
 ALICE = Principal.local("alice")
 TOPICS = [
@@ -50,7 +50,7 @@ def _damage(index_dir: Path, part: str, size: int = 0) -> int:
 
 
 def _first(engine: MemoryEngine, query: str) -> str:
-    return str(recall_context(engine, ALICE, query, max_items=3).items[0].id)
+    return str(pack_for(engine, ALICE, query, max_items=3).items[0].id)
 
 
 @pytest.mark.parametrize(("part", "size"), [("vectors", 0), ("vectors", 1000), ("payload", 0)])

@@ -17,11 +17,10 @@ from retrieval import (
     RememberRequest,
     RetrievalSettings,
     get_memory,
-    recall_context,
     remember,
 )
 from retrieval.domain import StorageFullError
-from tests.support import RunningServer
+from tests.support import RunningServer, pack_for
 
 ALICE = Principal.local("alice")
 
@@ -91,7 +90,7 @@ def test_bookkeeping_on_a_full_disk_does_not_fail_reads(small_fs, fake_embedder)
             with pytest.raises(StorageFullError):
                 remember(engine, ALICE, RememberRequest(content="another note", path="home"))
             for _ in range(150):  # the tracker flushes every 256 reads, into a database that cannot grow
-                assert recall_context(engine, ALICE, "spare key").items[0].id == stored.memory.id
+                assert pack_for(engine, ALICE, "spare key").items[0].id == stored.memory.id
                 assert get_memory(engine, ALICE, stored.memory.id).id == stored.memory.id  # a use: counted
             assert engine.store.get(stored.memory.id).access_count == 0  # type: ignore[union-attr]
         finally:

@@ -16,9 +16,10 @@ from pathlib import Path
 import numpy as np
 import qdrant_edge as qe
 
-from retrieval import MemoryEngine, Principal, RememberRequest, RetrievalSettings, recall_context, remember
+from retrieval import MemoryEngine, Principal, RememberRequest, RetrievalSettings, remember
 from retrieval.encoding import SparseEncoder
 from retrieval.index import DENSE, SPARSE, EdgeIndex, IndexFilter, IndexPoint
+from tests.support import pack_for
 
 DIMENSION = 16
 SPARSE_ENCODER = SparseEncoder()
@@ -116,10 +117,10 @@ def test_reindex_makes_a_float32_store_float16_and_recall_finds_the_same(tmp_pat
     old.close()
     with MemoryEngine(settings, embedder=fake_embedder) as engine:
         assert engine.index.vector_datatype == "float32"  # type: ignore[attr-defined]
-        first = recall_context(engine, owner, "who owns refunds").items[0].id
+        first = pack_for(engine, owner, "who owns refunds").items[0].id
         assert engine.reindex() == len(texts)
         assert engine.index.vector_datatype == "float16"  # type: ignore[attr-defined]
-        assert recall_context(engine, owner, "who owns refunds").items[0].id == first
+        assert pack_for(engine, owner, "who owns refunds").items[0].id == first
 
 
 def test_the_setting_chooses_the_datatype_of_what_is_built_next(tmp_path: Path, fake_embedder) -> None:
@@ -131,7 +132,7 @@ def test_the_setting_chooses_the_datatype_of_what_is_built_next(tmp_path: Path, 
         assert engine.index.vector_datatype == "float16"  # type: ignore[attr-defined]
         engine.reindex()
         assert engine.index.vector_datatype == "float32"  # type: ignore[attr-defined]
-        assert recall_context(engine, owner, "invoice run").items
+        assert pack_for(engine, owner, "invoice run").items
 
 
 def test_the_upkeeps_build_makes_its_shard_with_the_setting(tmp_path: Path, fake_embedder) -> None:

@@ -9,9 +9,10 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from compactor import ReflectRequest, reflect
-from retrieval import Memory, MemoryType, Principal, import_records, recall_context
+from retrieval import Memory, MemoryType, Principal, import_records
 from retrieval.domain import carries, normalise
-from retrieval.ranking import NEAR_DUPLICATE_COSINE, collapse_restatements
+from retrieval.ranking import NEAR_DUPLICATE_COSINE, Collapsed, collapse_restatements
+from tests.support import pack_for
 
 ALICE = Principal(owner_id="alice")
 
@@ -35,7 +36,7 @@ def test_a_copy_collapses_into_the_better_ranked_one() -> None:
     ]
     kept, collapsed = collapse_restatements(ranked, {}, 10)
     assert kept == [0, 1]
-    assert [c.to_dict() for c in collapsed] == [{"id": "c", "into": "a", "reason": "contained"}]
+    assert collapsed == [Collapsed("c", "a", "contained")]
 
 
 def test_a_longer_text_holding_a_kept_one_takes_its_place() -> None:
@@ -138,10 +139,10 @@ def test_recall_context_packs_a_promotion_or_its_evidence_not_both(make_engine, 
     )
     (noted,) = [m.id for m in engine.store.iterate("alice") if m.content == note]
     for question in ("pool size?", "payments database connections", "what did the incident review change?"):
-        recall_context(engine, ALICE, question)  # read for three questions (and fetched 9 times, imported)
+        pack_for(engine, ALICE, question)  # read for three questions (and fetched 9 times, imported)
     report = reflect(engine, ALICE, ReflectRequest(actions_csv="promote", since="2000-01-01T00:00:00Z"))
-    assert report["counts"]["promoted"] == 1 and report["promotions"][0]["derived_from"] == [noted]
-    pack = recall_context(engine, ALICE, "connection pool size", max_items=8)
+    assert report.counts["promoted"] == 1 and report.promotions[0]["derived_from"] == [noted]
+    pack = pack_for(engine, ALICE, "connection pool size", max_items=8)
     contents = [engine.store.get(item.id).content for item in pack.items]  # type: ignore[union-attr]
     assert contents.count(note) == 1
     assert len(pack.retrieval_plan.collapsed) == 1

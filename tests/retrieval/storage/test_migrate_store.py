@@ -8,11 +8,11 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from retrieval import MemoryStatus, Principal, RememberRequest, recall_context, remember
+from retrieval import MemoryStatus, Principal, RememberRequest, remember
 from retrieval.usecases import edit_memory, set_status
 from service.cli import cli
 from service.keys import KeyStore
-from tests.support import fresh_database
+from tests.support import fresh_database, pack_for
 
 ALICE = Principal(owner_id="alice", agent_id="a1")
 
@@ -64,7 +64,7 @@ def test_a_sqlite_store_moves_into_postgresql_and_a_second_run_adds_nothing(make
     assert moved.store.get(written[1].memory.id).version == 2
     assert moved.store.get(keyed.memory.id).status == MemoryStatus.SUPERSEDED
     assert moved.store.get(written[2].memory.id).importance == 0.9
-    found = {item.id for item in recall_context(moved, ALICE, "which streaming platform runs on staging").items}
+    found = {item.id for item in pack_for(moved, ALICE, "which streaming platform runs on staging").items}
     assert written[1].memory.id in found and written[0].memory.id not in found
     keys = KeyStore.open(tmp_path / "replica", target)
     assert keys.resolve(issued.key)[1].owner_id == "alice"

@@ -19,10 +19,10 @@ from retrieval import (
     MemoryType,
     Principal,
     RememberRequest,
-    recall_context,
     remember,
 )
 from retrieval.storage import MIGRATIONS, RECORD_FIELDS, STORE_ONLY, memories, memory_from_row, memory_to_row
+from tests.support import pack_for
 
 ALICE = Principal(owner_id="alice")
 
@@ -227,7 +227,7 @@ def test_startup_repairs_an_index_that_lags_sql(make_engine, database_url):
     assert reopened.index.count() == 5
     if database_url is None:  # a replica of PostgreSQL keeps what its index holds beside it (follow.json)
         assert reopened.store.count_indexed() == 5
-    found = {i.id for i in recall_context(reopened, ALICE, "apples", max_items=10).items}
+    found = {i.id for i in pack_for(reopened, ALICE, "apples", max_items=10).items}
     assert found == set(ids)
 
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from retrieval import MemoryEngine, Principal, RememberRequest, import_records, recall_context, remember, search_memory
+from retrieval import MemoryEngine, Principal, RememberRequest, import_records, remember
 from retrieval.encoding import SparseEncoder, identifier_terms
-from tests.support import BACKENDS, TEST_DATA
+from tests.support import BACKENDS, TEST_DATA, pack_for, search_for
 
 SUITE = json.loads((TEST_DATA / "identifier_suite.json").read_text())
 ALICE = Principal(owner_id="alice")
@@ -71,7 +71,7 @@ def suite_engine(request, make_engine, real_embedder) -> tuple[MemoryEngine, dic
 def test_the_memory_about_an_identifier_ranks_first(suite_engine, case: dict[str, Any]) -> None:  # type: ignore[no-untyped-def]
     engine, ids = suite_engine
     names = {v: k for k, v in ids.items()}
-    pack = recall_context(engine, ALICE, case["query"], max_items=10, max_tokens=1500)
+    pack = pack_for(engine, ALICE, case["query"], max_items=10, max_tokens=1500)
     order = [names.get(item.id, "filler") for item in pack.items]
     assert order[0] in case["first"], order
     for above in case["above"]:
@@ -101,10 +101,10 @@ def test_chinese_japanese_and_mixed_memories(make_engine, real_embedder) -> None
         ("東京オフィスの会議", "tokyo"),
         ("connection pool size", "english"),
     ]:
-        pack = recall_context(engine, ALICE, query, max_items=3)
+        pack = pack_for(engine, ALICE, query, max_items=3)
         assert pack.retrieval_plan.candidates.bm25 >= 1, query
         assert names[pack.items[0].id] == expected, (query, [names[i.id] for i in pack.items])
-    strict = search_memory(engine, ALICE, "青龙")
+    strict = search_for(engine, ALICE, "青龙")
     assert {names[r.id] for r in strict.results} <= {"qinglong", "mixed"} and strict.results
 
 
@@ -125,7 +125,7 @@ def test_a_store_of_the_english_tokenizer_moves_through_reindex(make_engine) -> 
     with MemoryEngine(settings_for(data_dir, "edge"), embedder=FakeEmbedder(), allow_model_change=True) as moving:
         assert moving.reindex() == 1
     with MemoryEngine(settings_for(data_dir, "edge"), embedder=FakeEmbedder()) as moved:
-        pack = recall_context(moved, ALICE, "青龙计划", max_items=3)
+        pack = pack_for(moved, ALICE, "青龙计划", max_items=3)
         assert pack.retrieval_plan.candidates.bm25 == 1 and pack.items
 
 
@@ -155,12 +155,12 @@ def test_the_memory_keyed_by_an_identifier_leads_the_notes_that_mention_it(make_
     }
     names = {v: k for k, v in ids.items()}
     for query in ("What is the status of PAY-2291?", "pay-2291", "status of bug:PAY-2291"):
-        pack = recall_context(engine, ALICE, query, max_items=3)
+        pack = pack_for(engine, ALICE, query, max_items=3)
         assert names[pack.items[0].id] == "ticket", (query, [names[i.id] for i in pack.items])
-        assert search_memory(engine, ALICE, query).results[0].id == ids["ticket"], query
+        assert search_for(engine, ALICE, query).results[0].id == ids["ticket"], query
     assert pack.retrieval_plan.ranking["key_boost"] > 0
     # A plain word of a key names nothing: the ops note, not the pool's key, answers an ops question.
-    pack = recall_context(engine, ALICE, "ops status of the payments gateway", max_items=3)
+    pack = pack_for(engine, ALICE, "ops status of the payments gateway", max_items=3)
     assert names[pack.items[0].id] == "ops", [names[i.id] for i in pack.items]
 
 
@@ -178,11 +178,11 @@ def test_points_written_before_the_payload_held_keys_are_boosted_from_the_record
     }
     names = {m.id: name for name, m in memories.items()}
     query = "What is the status of PAY-2291?"
-    assert names[recall_context(engine, ALICE, query, max_items=2).items[0].id] == "ticket"
+    assert names[pack_for(engine, ALICE, query, max_items=2).items[0].id] == "ticket"
     points = engine.feed.points(list(memories.values()))
     assert [p.payload["semantic_key"] for p in points] == ["bug:PAY-2291", ""]
     for point in points:
         del point.payload["semantic_key"]
     engine.index.upsert(points)
-    pack = recall_context(engine, ALICE, query, max_items=2)
+    pack = pack_for(engine, ALICE, query, max_items=2)
     assert names[pack.items[0].id] == "ticket" and pack.retrieval_plan.ranking["key_boost"] > 0

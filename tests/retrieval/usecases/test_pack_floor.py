@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from retrieval import Principal, import_records, recall_context
+from retrieval import Principal, import_records
+from tests.support import pack_for
 
 ALICE = Principal(owner_id="alice")
 
@@ -18,11 +19,11 @@ def test_a_floor_keeps_only_memories_near_the_top(make_engine) -> None:  # type:
             {"content": "lunch menu for friday", "path": "misc"},
         ],
     )
-    everything = recall_context(engine, ALICE, "deploy checklist", max_items=10)
+    everything = pack_for(engine, ALICE, "deploy checklist", max_items=10)
     assert everything.retrieval_plan.relevance_floor == 0.0 and len(everything.items) >= 2
     scores = [item.score for item in everything.items]
-    strict = recall_context(engine, ALICE, "deploy checklist", max_items=10, relevance_floor=1.0)
+    strict = pack_for(engine, ALICE, "deploy checklist", max_items=10, relevance_floor=1.0)
     assert [i.id for i in strict.items] == [i.id for i in everything.items if i.score >= scores[0]]
-    half = recall_context(engine, ALICE, "deploy checklist", max_items=10, relevance_floor=0.5)
+    half = pack_for(engine, ALICE, "deploy checklist", max_items=10, relevance_floor=0.5)
     assert [i.id for i in half.items] == [i.id for i in everything.items if i.score >= 0.5 * scores[0]]
     assert half.retrieval_plan.relevance_floor == 0.5

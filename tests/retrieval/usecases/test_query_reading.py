@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval import MemoryEngine, Principal, RememberRequest, recall_context, remember
+from retrieval import MemoryEngine, Principal, RememberRequest, remember
 from retrieval.domain import ValidationError
 from retrieval.engine import index_layout
-from tests.support import BACKENDS, in_process, settings_for
+from tests.support import BACKENDS, in_process, pack_for, settings_for
 
 ALICE = Principal.local("alice")
 
@@ -19,7 +19,7 @@ def _remember(engine: MemoryEngine, content: str, **fields: object) -> str:
 
 
 def _dense_score(engine: MemoryEngine, query: str, memory_id: str) -> float:
-    pack = recall_context(engine, ALICE, query, max_items=5)
+    pack = pack_for(engine, ALICE, query, max_items=5)
     return next(item["dense_score"] for item in pack.retrieval_plan.items if item["id"] == memory_id)
 
 
@@ -47,7 +47,7 @@ def test_a_question_naming_a_speaker_prefers_that_speakers_memories(tmp_path, re
         caroline = _remember(engine, "I went to a pottery class and made a bowl.", speaker="Caroline")
         melanie = _remember(engine, "I went to a pottery class and made a mug.", speaker="Melanie")
         for name, expected in (("Caroline", caroline), ("Melanie", melanie)):
-            pack = recall_context(engine, ALICE, f"What did {name} make at the pottery class?", max_items=2)
+            pack = pack_for(engine, ALICE, f"What did {name} make at the pottery class?", max_items=2)
             assert pack.items[0].id == expected
             assert pack.retrieval_plan.query["speaker"] == name
         assert pack.context_text.count("Melanie: I went to a pottery class") == 1  # the pack says who said it
@@ -59,12 +59,12 @@ def test_a_date_in_the_question_prefers_what_occurred_then(tmp_path, real_embedd
         second = _remember(engine, "Went to the farmers market and bought plums.", occurred_at="2023-05-20T10:00:00Z")
         query = "What did I buy at the farmers market last Saturday?"
         for asked, expected in (("2023-05-18T09:00:00Z", first), ("2023-05-25T09:00:00Z", second)):
-            pack = recall_context(engine, ALICE, query, max_items=2, as_of=asked)
+            pack = pack_for(engine, ALICE, query, max_items=2, as_of=asked)
             assert pack.items[0].id == expected
             assert pack.retrieval_plan.query["time_window"]["phrase"] == "last Saturday"
             assert len(pack.items) == 2, "a boost, never a filter"
         with pytest.raises(ValidationError, match="as_of"):
-            recall_context(engine, ALICE, query, as_of="2023-05-18T09:00:00")
+            pack_for(engine, ALICE, query, as_of="2023-05-18T09:00:00")
 
 
 def test_rest_and_mcp_take_speaker_and_as_of(tmp_path, real_embedder):
@@ -111,7 +111,7 @@ def test_an_index_of_another_layout_is_rebuilt_at_start(tmp_path, fake_embedder,
     layout.write_text("dense=whole;bm25=content;v1\n")  # as an earlier release left it
     with caplog.at_level("INFO", logger="xmemo.engine"), MemoryEngine(settings, embedder=fake_embedder) as engine:
         assert engine.index.count() == engine.store.count_indexed() == 5
-        assert recall_context(engine, ALICE, "note 3", max_items=1).items[0].id == ids[3]
+        assert pack_for(engine, ALICE, "note 3", max_items=1).items[0].id == ids[3]
     assert "another layout" in caplog.text
     assert layout.read_text().strip() == index_layout(settings)
 
@@ -132,4 +132,4 @@ def test_a_server_collection_of_an_earlier_layout_asks_for_reindex(tmp_path, fak
     with MemoryEngine(settings, embedder=fake_embedder, allow_model_change=True) as engine:
         assert engine.reindex() == 1
     with MemoryEngine(settings, embedder=fake_embedder) as engine:
-        assert recall_context(engine, ALICE, "note one", max_items=1).items[0].id == memory_id
+        assert pack_for(engine, ALICE, "note one", max_items=1).items[0].id == memory_id

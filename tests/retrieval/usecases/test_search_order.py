@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from retrieval import Principal, RememberRequest, remember, search_memory
+from retrieval import Principal, RememberRequest, remember
+from tests.support import search_for
 
 ALICE = Principal.local("alice")
 
@@ -18,7 +19,7 @@ def test_search_lists_a_memory_and_its_copy_once_in_score_order(make_engine, rea
         "Zero-decimal currencies such as JPY have no minor unit.",
     ):
         remember(engine, ALICE, RememberRequest(content=text, path="notes"))
-    found = search_memory(engine, ALICE, "refunds zero-decimal currencies minor units", min_score=0.0).results
+    found = search_for(engine, ALICE, "refunds zero-decimal currencies minor units", min_score=0.0).results
     contents = [r.content for r in found]
     assert contents.count(fact) == 1 and len(found) >= 3
     scores = [r.score for r in found]

@@ -8,10 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from retrieval import MemoryEngine, Principal, RetrievalSettings, import_records, recall_context
+from retrieval import MemoryEngine, Principal, RetrievalSettings, import_records
 from retrieval.domain import Memory, MemoryType
 from retrieval.ranking import Group, fold_groups, group_candidate
 from retrieval.usecases import ContextPack
+from tests.support import pack_for
 
 ALICE = Principal.local("alice")
 QUERY = "JPY refund amounts"
@@ -72,8 +73,8 @@ def test_a_pack_with_the_summary_shows_all_a_pack_without_it_shows(tmp_path, fak
         members = {_ids("m1"), _ids("m2")}
         grouped_at, refused_at = [], []
         for budget in range(30, 160, 2):
-            with_summary = recall_context(reflected, ALICE, QUERY, max_items=10, max_tokens=budget)
-            without = recall_context(plain, ALICE, QUERY, max_items=10, max_tokens=budget)
+            with_summary = pack_for(reflected, ALICE, QUERY, max_items=10, max_tokens=budget)
+            without = pack_for(plain, ALICE, QUERY, max_items=10, max_tokens=budget)
             shown, whole = _shown(with_summary)
             plain_shown, plain_whole = _shown(without)
             assert shown >= plain_shown and whole >= plain_whole, budget
@@ -96,7 +97,7 @@ def test_a_summary_whose_member_expired_or_is_filtered_out_ranks_as_itself(tmp_p
     """Past its expiry a member is never recalled (whether or not reflect recorded it): the summary is
     then the only memory holding its words, so it is packed as itself, heading and all."""
     with _store(tmp_path, fake_embedder, summary=True, expires={"m2": "2026-11-05T00:00:00Z"}) as engine:
-        pack = recall_context(engine, ALICE, QUERY, max_items=10, max_tokens=1500)
+        pack = pack_for(engine, ALICE, QUERY, max_items=10, max_tokens=1500)
         ids = [item.id for item in pack.items]
         assert _ids("m2") not in ids and _ids("s") in ids
         assert pack.blocks[ids.index(_ids("s"))].count("Summary of 2 related memories") == 1

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from retrieval import Principal, RememberRequest, ValidationError, recall, recall_context, remember, search_memory
+from retrieval import Principal, RememberRequest, ValidationError, remember
 from retrieval.usecases import ListQuery, list_memories
-from tests.support import FixedClock, in_process
+from tests.support import FixedClock, in_process, pack_for, recall_for, search_for
 
 ALICE = Principal.local("alice")
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
@@ -28,11 +28,11 @@ def test_an_expired_memory_is_never_read_as_active(make_engine):
         engine, ALICE, RememberRequest(content="The staging password rotates monthly.", path="ops")
     ).memory.id
     query = "staging password"
-    assert temporary in {item.id for item in recall_context(engine, ALICE, query).items}
+    assert temporary in {item.id for item in pack_for(engine, ALICE, query).items}
     clock.moment = NOW + timedelta(hours=2)  # past expires_at; no reflect has run
-    assert [item.id for item in recall_context(engine, ALICE, query).items] == [lasting]
-    assert temporary not in {r.id for r in search_memory(engine, ALICE, query, min_score=0.0).results}
-    assert temporary not in {r.id for r in recall(engine, ALICE, query).results}
+    assert [item.id for item in pack_for(engine, ALICE, query).items] == [lasting]
+    assert temporary not in {r.id for r in search_for(engine, ALICE, query, min_score=0.0).results}
+    assert temporary not in {r.id for r in recall_for(engine, ALICE, query).results}
     active = list_memories(engine, ALICE, ListQuery(status="active")).memories
     assert [m.id for m in active] == [lasting]
 

@@ -14,16 +14,14 @@ from retrieval import (
     add_event,
     archive_memory,
     get_memory,
-    recall,
-    recall_context,
     remember,
     render_context_text,
-    search_memory,
     update_state,
 )
 from retrieval.domain import MemoryStatus
 from retrieval.usecases import forget_memory
-from tests.support import BACKENDS, FakeEmbedder
+from service.routes.responses import ContextPackOut, answer
+from tests.support import BACKENDS, FakeEmbedder, pack_for, recall_for, search_for
 
 ALICE = Principal(owner_id="alice", agent_id="a1", team_ids=("team-a",))
 BOB = Principal(owner_id="bob", agent_id="b1", team_ids=("team-b",))
@@ -47,26 +45,27 @@ def engine(request, make_engine, real_embedder, clock):  # type: ignore[no-untyp
 
 
 def test_keyword_only_hit_comes_first(engine):
-    pack = recall_context(engine, ALICE, "XJ-4471-QZ")
+    pack = pack_for(engine, ALICE, "XJ-4471-QZ")
     assert pack.items[0].path == "projects/memory-os/notes/1"
     components = pack.retrieval_plan.items[0]
     assert components["bm25_rank"] == 1
 
 
 def test_semantic_query_finds_the_meaning(engine):
-    pack = recall_context(engine, ALICE, "which vector database did we pick?")
+    pack = pack_for(engine, ALICE, "which vector database did we pick?")
     assert pack.items[0].path == "projects/memory-os/notes/0"
 
 
 def test_pack_shape_and_mcp_text(engine):
-    pack = recall_context(engine, ALICE, "recent decisions on the memory-os project", max_items=3, max_tokens=1200)
-    assert set(pack.to_dict()) == {"version", "query", "retrieval_plan", "budget", "items", "context_text", "scope"}
+    pack = pack_for(engine, ALICE, "recent decisions on the memory-os project", max_items=3, max_tokens=1200)
+    shape = answer(ContextPackOut, pack).model_dump()  # the REST and --json shape, read from the pack
+    assert set(shape) == {"version", "query", "retrieval_plan", "budget", "items", "context_text", "scope"}
     budget = pack.budget
     assert budget.used_items == len(pack.items) <= 3
     assert budget.used_tokens == engine.tokens.count(pack.context_text)
     plan = pack.retrieval_plan
     assert plan.channels == ("dense", "bm25") and plan.candidates.union >= 3
-    assert set(pack.to_dict()["items"][0]) >= {"id", "type", "path", "score", "tokens", "shortened", "created_at"}
+    assert set(shape["items"][0]) >= {"id", "type", "path", "score", "tokens", "shortened", "created_at"}
     text = render_context_text(pack, engine.tokens)
     lines = text.split("\n")
     assert lines[0] == "### XMemo Context"
@@ -82,7 +81,7 @@ def test_pack_shape_and_mcp_text(engine):
 @pytest.mark.parametrize("max_tokens", [30, 60, 120, 400])
 def test_the_mcp_text_is_counted_whole_and_fits_the_budget(engine, max_tokens):
     """Before: with max_tokens 30 the MCP text was 107 tokens while its Budget line said "used 30/30"."""
-    pack = recall_context(engine, ALICE, "login failures ticket", max_items=8, max_tokens=max_tokens)
+    pack = pack_for(engine, ALICE, "login failures ticket", max_items=8, max_tokens=max_tokens)
     text = render_context_text(pack, engine.tokens)
     lines = text.split("\n")
     budget_line = next(line for line in lines if line.startswith("Budget:"))
@@ -97,13 +96,13 @@ def test_the_mcp_text_is_counted_whole_and_fits_the_budget(engine, max_tokens):
 
 
 def test_a_budget_too_small_for_one_reference_says_so(engine):
-    pack = recall_context(engine, ALICE, "login failures ticket", max_items=8, max_tokens=12)
+    pack = pack_for(engine, ALICE, "login failures ticket", max_items=8, max_tokens=12)
     text = render_context_text(pack, engine.tokens)
     assert text.split("\n")[1].startswith("Budget: too small: max_tokens 12")
 
 
 def test_no_match_text(engine):
-    pack = recall_context(engine, BOB, "anything at all")
+    pack = pack_for(engine, BOB, "anything at all")
     assert pack.items == () and render_context_text(pack, engine.tokens) == "No matching XMemo memory was found."
 
 
@@ -111,11 +110,11 @@ def test_semantic_key_noop_then_supersede(engine):
     first = remember(engine, ALICE, RememberRequest(content="Use Python 3.11", path="prefs", semantic_key="python"))
     again = remember(engine, ALICE, RememberRequest(content="Use Python 3.11", path="prefs", semantic_key="python"))
     assert again.outcome == "unchanged" and again.memory.id == first.memory.id
-    assert again.to_dict()["deduplicated"] is True
+    assert again.deduplicated is True
     newer = remember(engine, ALICE, RememberRequest(content="Use Python 3.12", path="prefs", semantic_key="python"))
     assert newer.outcome == "superseded" and newer.memory.version == 2
     assert get_memory(engine, ALICE, first.memory.id).status == MemoryStatus.SUPERSEDED
-    found = recall(engine, ALICE, "which Python version", limit=5)
+    found = recall_for(engine, ALICE, "which Python version", limit=5)
     ids = [r.id for r in found.results]
     assert newer.memory.id in ids and first.memory.id not in ids
 
@@ -167,9 +166,9 @@ def test_timeline_event(engine):
 
 
 def test_search_is_strict(engine):
-    strong = search_memory(engine, ALICE, "XJ-4471-QZ")
+    strong = search_for(engine, ALICE, "XJ-4471-QZ")
     assert strong.results and strong.results[0].path == "projects/memory-os/notes/1"
-    weak = search_memory(engine, ALICE, "quantum chromodynamics lattice simulation")
+    weak = search_for(engine, ALICE, "quantum chromodynamics lattice simulation")
     assert weak.results == ()
 
 
@@ -179,11 +178,11 @@ def test_tenants_and_teams(engine):
         ALICE,
         RememberRequest(content="Team A ships the search index on Monday.", path="team", team_id="team-a"),
     )
-    assert recall_context(engine, BOB, "search index monday").items == ()
+    assert pack_for(engine, BOB, "search index monday").items == ()
     carol = Principal(owner_id="carol", team_ids=("team-a",))
-    assert [i.id for i in recall_context(engine, carol, "search index monday").items] == [team_note.memory.id]
+    assert [i.id for i in pack_for(engine, carol, "search index monday").items] == [team_note.memory.id]
     with pytest.raises(PermissionDeniedError):
-        recall_context(engine, BOB, "x", team_id="team-a")
+        pack_for(engine, BOB, "x", team_id="team-a")
     with pytest.raises(PermissionDeniedError):
         remember(engine, BOB, RememberRequest(content="x", path="p", team_id="team-a"))
     with pytest.raises(NotFoundError):
@@ -191,11 +190,11 @@ def test_tenants_and_teams(engine):
 
 
 def test_archive_hides_from_recall_but_keeps(engine):
-    pack = recall_context(engine, ALICE, "XJ-4471-QZ")
+    pack = pack_for(engine, ALICE, "XJ-4471-QZ")
     target = pack.items[0].id
     archived = archive_memory(engine, ALICE, target)
     assert archived.status == MemoryStatus.ARCHIVED and archived.version == 2
-    assert target not in [i.id for i in recall_context(engine, ALICE, "XJ-4471-QZ").items]
+    assert target not in [i.id for i in pack_for(engine, ALICE, "XJ-4471-QZ").items]
     assert get_memory(engine, ALICE, target).content == NOTES[1]
     with pytest.raises(NotFoundError):
         archive_memory(engine, BOB, target)
@@ -209,13 +208,13 @@ def test_filters(engine):
             content="Deploy checklist lives in the wiki.", path="ops/runbooks", bucket="work", memory_type="procedural"
         ),
     )
-    pack = recall_context(engine, ALICE, "deploy", bucket="work")
+    pack = pack_for(engine, ALICE, "deploy", bucket="work")
     assert [i.path for i in pack.items] == ["ops/runbooks"]
-    pack = recall_context(engine, ALICE, "deploy", path_filter="projects/%")
+    pack = pack_for(engine, ALICE, "deploy", path_filter="projects/%")
     assert pack.items and all(i.path.startswith("projects/") for i in pack.items)
-    pack = recall_context(engine, ALICE, "deploy", memory_type="procedural")
+    pack = pack_for(engine, ALICE, "deploy", memory_type="procedural")
     assert [i.type for i in pack.items] == ["procedural"]
-    assert recall_context(engine, ALICE, "deploy", path_filter="nowhere/%").items == ()
+    assert pack_for(engine, ALICE, "deploy", path_filter="nowhere/%").items == ()
 
 
 @pytest.mark.parametrize(
@@ -224,7 +223,7 @@ def test_filters(engine):
 )
 def test_recall_context_validation(engine, kwargs):
     with pytest.raises(ValidationError):
-        recall_context(engine, ALICE, "q", **kwargs)
+        pack_for(engine, ALICE, "q", **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -247,8 +246,8 @@ def test_remember_validation(engine, request_kwargs):
 
 def test_reads_are_counted_in_batches(engine):
     """A pack moves last_accessed_at and notes its question; only a fetch by id counts as a use."""
-    pack = recall_context(engine, ALICE, "XJ-4471-QZ")
-    recall_context(engine, ALICE, "  xj-4471-qz ")  # the same question, case and spacing aside
+    pack = pack_for(engine, ALICE, "XJ-4471-QZ")
+    pack_for(engine, ALICE, "  xj-4471-qz ")  # the same question, case and spacing aside
     engine.read_tracker.flush()
     shown = engine.store.get(pack.items[0].id)
     assert shown.access_count == 0 and shown.last_accessed_at is not None
@@ -272,7 +271,7 @@ def test_store_refuses_another_model_until_reindex(make_engine, tmp_path):
     assert rebuilt.reindex() == 1
     rebuilt.close()
     reopened = make_engine(OtherModel(), name="mm")
-    assert recall_context(reopened, ALICE, "a fact").items
+    assert pack_for(reopened, ALICE, "a fact").items
 
 
 def test_reindex_to_a_model_of_another_dimension_starts_a_new_index_without_calling_it_damaged(make_engine, caplog):
@@ -291,7 +290,7 @@ def test_reindex_to_a_model_of_another_dimension_starts_a_new_index_without_call
     rebuilt.close()
     reopened = make_engine(SmallerModel(), name="dim")
     assert reopened.index.dimension == 32
-    assert recall_context(reopened, ALICE, "deploy").items
+    assert pack_for(reopened, ALICE, "deploy").items
 
 
 def test_query_vectors_are_never_shared_between_models(make_engine, real_embedder):
@@ -300,7 +299,7 @@ def test_query_vectors_are_never_shared_between_models(make_engine, real_embedde
     for engine in (fake, real):
         remember(engine, ALICE, RememberRequest(content="the same words in both stores", path="p"))
     for engine in (fake, real, fake):
-        assert recall_context(engine, ALICE, "the same words in both stores").items
+        assert pack_for(engine, ALICE, "the same words in both stores").items
 
 
 def test_a_forget_the_record_took_is_answered_as_done_when_the_index_cannot_follow(make_engine, real_embedder):
@@ -309,7 +308,7 @@ def test_a_forget_the_record_took_is_answered_as_done_when_the_index_cannot_foll
     made = remember(engine, ALICE, RememberRequest(content="the vault code is 9931", path="secrets")).memory
     engine.index.close()  # the embedded shard is gone from under the engine: every index call now fails
     forgotten = forget_memory(engine, ALICE, made.id)
-    assert forgotten.memory_ids == [made.id] and engine.store.get(made.id) is None
+    assert forgotten.forgotten == [made.id] and engine.store.get(made.id) is None
     engine.close()
     reopened = make_engine(real_embedder, name="forget")  # the start repairs the index from the record
     assert made.id not in set(reopened.index.iter_ids())

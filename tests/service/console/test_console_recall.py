@@ -3,7 +3,8 @@ computed by hand from the unlimited pack of the same query on a real store."""
 
 from __future__ import annotations
 
-from retrieval import Principal, import_records, recall_context
+from retrieval import Principal, import_records
+from tests.support import pack_for
 
 ALICE = Principal(owner_id="alice")
 QUERY = "deploy checklist"
@@ -37,9 +38,9 @@ def _store(make_engine):  # type: ignore[no-untyped-def]
 
 def test_an_unlimited_budget_drops_only_what_max_items_leaves(make_engine):  # type: ignore[no-untyped-def]
     engine = _store(make_engine)
-    full = [i.id for i in recall_context(engine, ALICE, QUERY, max_items=50, max_tokens=12000).items]
+    full = [i.id for i in pack_for(engine, ALICE, QUERY, max_items=50, max_tokens=12000).items]
     assert len(full) == 5
-    pack = recall_context(engine, ALICE, QUERY, max_items=2, max_tokens=12000)
+    pack = pack_for(engine, ALICE, QUERY, max_items=2, max_tokens=12000)
     assert [i.id for i in pack.items] == full[:2]
     # The packer reads 2 x max_items down the ranking: the next two are left out by the item limit.
     assert [(d.id, d.reason) for d in pack.retrieval_plan.dropped] == [
@@ -51,8 +52,8 @@ def test_an_unlimited_budget_drops_only_what_max_items_leaves(make_engine):  # t
 
 def test_a_tight_budget_shortens_the_top_and_drops_the_rest(make_engine):  # type: ignore[no-untyped-def]
     engine = _store(make_engine)
-    full = [i.id for i in recall_context(engine, ALICE, QUERY, max_items=50, max_tokens=12000).items]
-    pack = recall_context(engine, ALICE, QUERY, max_items=2, max_tokens=40)
+    full = [i.id for i in pack_for(engine, ALICE, QUERY, max_items=50, max_tokens=12000).items]
+    pack = pack_for(engine, ALICE, QUERY, max_items=2, max_tokens=40)
     assert [(i.id, i.shortened) for i in pack.items] == [(full[0], True)]  # each memory is ~90 tokens
     assert [(d.id, d.reason) for d in pack.retrieval_plan.dropped] == [
         (full[1], "budget"),
@@ -64,9 +65,9 @@ def test_a_tight_budget_shortens_the_top_and_drops_the_rest(make_engine):  # typ
 
 def test_the_relevance_floor_is_named_as_the_reason(make_engine):  # type: ignore[no-untyped-def]
     engine = _store(make_engine)
-    full = recall_context(engine, ALICE, QUERY, max_items=2, max_tokens=12000)
+    full = pack_for(engine, ALICE, QUERY, max_items=2, max_tokens=12000)
     scores = {d.id: d.score for d in full.retrieval_plan.dropped} | {i.id: i.score for i in full.items}
-    pack = recall_context(engine, ALICE, QUERY, max_items=2, max_tokens=12000, relevance_floor=1.0)
+    pack = pack_for(engine, ALICE, QUERY, max_items=2, max_tokens=12000, relevance_floor=1.0)
     top = pack.items[0].score
     assert len(pack.items) == 1 and all(s < top for i, s in scores.items() if i != pack.items[0].id)
     assert [(d.id, d.reason) for d in pack.retrieval_plan.dropped] == [

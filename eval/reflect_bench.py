@@ -1,14 +1,14 @@
-"""`xmemo bench-reflect`: time a dry run and a real run of reflect on conversation turns, show sample
-summaries, and compare clustering methods on the same stored vectors.
-
-The caller (the CLI) hands in plain records, so this module depends on retrieval only.
-"""
+"""`xmemo bench-reflect`: time a dry run and a real run of reflect on LoCoMo's conversation turns (one
+episodic record a turn, session dates as times), show sample summaries, and compare clustering methods
+on the same stored vectors."""
 
 from __future__ import annotations
 
+import itertools
 import random
 import tempfile
 import time
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -18,19 +18,83 @@ from typing import Any
 
 import numpy as np
 
+from compactor.apply import apply_plan
+from compactor.clustering import cluster_vectors, unit_rows
+from compactor.options import ReflectRequest, resolve_options
+from compactor.plan import plan_reflection
+from compactor.reflect import default_summarizer
+from compactor.selection import read_snapshot
+from compactor.settings import ReflectSettings
 from retrieval import MemoryEngine, Principal, RetrievalSettings, import_records
-from retrieval.domain import parse_time
-from retrieval.encoding import Embedder
+from retrieval.domain import format_time, parse_time, spoken
+from retrieval.encoding import CachedEmbedder, Embedder, EmbeddingCache, SentenceTransformerEmbedder
+from retrieval.storage import actor_of
 
-from .apply import apply_plan
-from .clustering import cluster_vectors, unit_rows
-from .options import ReflectRequest, resolve_options
-from .plan import plan_reflection
-from .reflect import actor_of, default_summarizer
-from .selection import read_snapshot
-from .settings import ReflectSettings
+from .datasets import SHARED_DATA, Dataset, load_dataset
+from .runner import DEFAULT_CACHE
 
-__all__ = ["compare_clustering", "run_reflect_bench"]
+__all__ = ["clustering_inputs", "compare_clustering", "locomo_records", "run_reflect_bench"]
+
+_NAMESPACE = uuid.UUID("0b7e3f7c-2d7a-4c1e-8f59-7d3a61c2b0a4")
+COPY_SHIFT = timedelta(days=365)
+
+
+def _dataset(spec: str, shared_data: Path | None) -> Dataset:
+    dataset = load_dataset(spec, shared_data or SHARED_DATA)
+    if dataset.kind != "locomo":
+        raise ValueError(f"bench-reflect needs a LoCoMo file, not {spec}")
+    return dataset
+
+
+def locomo_records(spec: str = "locomo", copies: int = 1, shared_data: Path | None = None) -> list[dict[str, Any]]:
+    """One episodic record per turn; each conversation in its own scope (its own memory boundary).
+
+    Copy k (k >= 1) repeats every conversation k years later, in new sessions, so that a large
+    store can be built from the 2,760 dev turns; created_at is the turn's time, as if written live.
+    """
+    docs = _dataset(spec, shared_data).docs
+    records = []
+    for copy in range(copies):
+        shift = COPY_SHIFT * copy
+        for doc in docs:
+            when = format_time(parse_time(doc.occurred_at) + shift)
+            suffix = f"#copy{copy}" if copy else ""
+            records.append(
+                {
+                    "id": str(uuid.uuid5(_NAMESPACE, f"{doc.id}{suffix}")),
+                    "content": doc.text,
+                    "path": f"locomo/{doc.group}",
+                    "scope": f"conversation:{doc.group}",
+                    "type": "episodic",
+                    "occurred_at": when,
+                    "created_at": when,
+                    "session_id": f"{doc.session_id}{suffix}",
+                    "speaker": doc.speaker,
+                }
+            )
+    return records
+
+
+def clustering_inputs(
+    spec: str = "locomo", shared_data: Path | None = None
+) -> tuple[np.ndarray, list[str], list[tuple[int, int]]]:
+    """Vectors of every turn (from the evaluation's embedding cache), each turn's conversation, and
+    the pairs of turns that are evidence for the same question."""
+    dataset = _dataset(spec, shared_data)
+    settings = RetrievalSettings()
+    embedder = CachedEmbedder(SentenceTransformerEmbedder(settings.embedding_model), EmbeddingCache(DEFAULT_CACHE))
+    try:
+        vectors = embedder.embed([spoken(doc.text, doc.speaker) for doc in dataset.docs])
+    finally:
+        embedder.cache.close()
+    row = {doc.id: i for i, doc in enumerate(dataset.docs)}
+    pairs = [
+        pair
+        for query in dataset.queries
+        for pair in itertools.combinations(sorted(row[d] for d in query.relevant if d in row), 2)
+    ]
+    return vectors, [doc.group for doc in dataset.docs], pairs
+
 
 SINCE_EVERYTHING = "1900-01-01T00:00:00Z"
 

@@ -1,6 +1,7 @@
-"""Request bodies and parameter types of the REST routes: strict pydantic models whose OpenAPI schema
-says exactly what the service accepts (unknown fields rejected; the XMemo contract). Their bounds
-come from retrieval/domain/limits.py, the ones the use cases check."""
+"""What the REST routes accept: request bodies and parameter types, strict pydantic models whose OpenAPI
+schema says exactly what the service accepts (unknown fields rejected; the XMemo contract). Their bounds
+come from retrieval/domain/limits.py, the ones the use cases check; what the routes answer is in
+responses.py."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from typing import Annotated, Any, Literal
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints
 
 from compactor.options import DEFAULT_LIMIT, MAX_LIMIT
+from compactor.plan import PROPOSAL_PATTERN
+from compactor.reflect import MAX_EXCLUDE
+from compactor.report import PLAN_DIGEST_PATTERN
 from retrieval.domain import (
+    BATCH_LIMIT,
     DEFAULT_PACK_ITEMS,
     DEFAULT_PACK_TOKENS,
     KEY_REGEX,
@@ -23,13 +28,14 @@ from retrieval.domain import (
 )
 
 __all__ = [
-    "ERROR_RESPONSES",
     "NON_BLANK_LABEL",
     "NOT_BLANK_TEXT",
     "NO_NUL",
     "ActionList",
     "AuditActionList",
-    "ErrorBody",
+    "BatchBody",
+    "BatchItem",
+    "EditBody",
     "EventBody",
     "Label",
     "MemoryTypeName",
@@ -39,9 +45,11 @@ __all__ = [
     "QueryText",
     "RecallContextBody",
     "ReflectBody",
+    "ReflectPlanBody",
     "RememberBody",
     "StateBody",
     "Timestamp",
+    "WholeNumber",
     "iso",
     "pattern_words",
 ]
@@ -95,32 +103,6 @@ def iso(moment: datetime | None) -> str | None:
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class ErrorDetail(BaseModel):
-    code: str
-    message: str
-
-
-class ErrorBody(BaseModel):
-    error: ErrorDetail
-
-
-ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"model": ErrorBody, "description": description}
-    for status, description in (
-        (400, "the body is not JSON"),
-        (401, "missing, unknown or revoked API key"),
-        (403, "missing scope, or a team or owner not granted"),
-        (404, "unknown memory"),
-        (405, "method not allowed"),
-        (409, "the memory changed concurrently"),
-        (413, "request body over the limit"),
-        (422, "validation failed"),
-        (429, "rate limit of the key reached"),
-        (503, "a store is unavailable"),
-    )
-}
 
 
 class RecallContextBody(_Strict):
@@ -242,3 +224,69 @@ def pattern_words(pattern: str, value: object) -> str:
             named = f"{unknown[0]!r} is not one; " if unknown else ""
             return f"must be a comma-separated list of actions: {named}the actions are {', '.join(allowed)}"
     return "is not in the expected form"
+
+
+def _whole(value: Any) -> Any:
+    """JSON Schema's integer includes 8.0: take a whole float as its int, and nothing else lax (no text, no bool)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+WholeNumber = Annotated[int, BeforeValidator(_whole)]
+
+
+StoredType = Literal["episodic", "semantic", "procedural", "identity", "working"]
+
+
+class EditBody(_Strict):
+    """The fields to change (only those sent) and the version they were read at."""
+
+    expected_version: WholeNumber = Field(ge=1, strict=True, description="409 if the memory is at another version")
+    content: Content | None = None
+    path: NonBlankLabel | None = None
+    memory_type: StoredType | None = None
+    importance: float | None = Field(default=None, ge=0.0, le=1.0, strict=True)
+    confidence: float | None = Field(default=None, ge=0.0, le=1.0, strict=True)
+    source: Label | None = None
+    expires_at: Timestamp | None = Field(default=None, description="null clears it")
+    metadata: dict[str, Any] | None = None
+
+    def changes(self) -> dict[str, Any]:
+        """What was sent, in the use case's names; a null means "clear" for expires_at only."""
+        sent = self.model_dump(include=self.model_fields_set - {"expected_version"})
+        if "memory_type" in sent:
+            sent["type"] = sent.pop("memory_type")
+        if sent.get("expires_at") is not None:
+            sent["expires_at"] = sent["expires_at"].isoformat()
+        return {k: v for k, v in sent.items() if v is not None or k == "expires_at"}
+
+
+class ReflectPlanBody(ReflectBody):
+    """reflect's parameters (the XMemo contract) and, our addition, the plan a dry run showed."""
+
+    expected_plan: str | None = Field(
+        default=None,
+        pattern=PLAN_DIGEST_PATTERN,
+        description="a dry run's plan_digest: plan again and apply only if the plan is still this one, else 409",
+    )
+    exclude: list[Annotated[str, Field(pattern=PROPOSAL_PATTERN)]] | None = Field(
+        default=None,
+        max_length=MAX_EXCLUDE,
+        description=(
+            "proposal_id values of that dry run to leave out: the rest is applied exactly as reviewed, "
+            "or nothing is written (409) when an id is not in the plan or leaving it out changes another proposal"
+        ),
+    )
+
+
+class BatchItem(NewMemoryFields):
+    def line(self) -> dict[str, Any]:
+        line = self.model_dump()
+        for name in ("expires_at", "occurred_at"):
+            line[name] = line[name].isoformat() if line[name] is not None else None
+        return line
+
+
+class BatchBody(_Strict):
+    memories: list[BatchItem] = Field(min_length=1, max_length=BATCH_LIMIT)
