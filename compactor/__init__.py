@@ -3,7 +3,7 @@
 from .audit import list_audit
 from .options import ACTIONS, ReflectRequest
 from .reflect import prepare_plan, reflect
-from .report import ReflectReport, render_reflect_text
+from .reflect_report import ReflectReport, render_reflect_text
 from .settings import ReflectSettings
 
 __all__ = [

@@ -33,9 +33,9 @@ from .lifecycle import (
     should_archive,
 )
 from .options import ReflectOptions
-from .scripts import lexical_units, script_of, shared_fraction
 from .settings import ReflectSettings
 from .summarizer import ClusterView, Summarizer, heading_for
+from .writing_systems import lexical_units, script_of, shared_fraction
 
 __all__ = [
     "CARRIED_KEY",

@@ -14,7 +14,7 @@ from retrieval.storage import actor_of
 from .apply import apply_plan
 from .options import ReflectRequest, resolve_options
 from .plan import PROPOSAL_PATTERN, Plan, plan_reflection
-from .report import PLAN_DIGEST_PATTERN, ReflectReport, build_report, plan_digest
+from .reflect_report import PLAN_DIGEST_PATTERN, ReflectReport, build_report, plan_digest
 from .selection import read_snapshot
 from .settings import ReflectSettings
 from .summarizer import ExtractiveSummarizer, Summarizer

@@ -108,21 +108,33 @@ def run_load(
     wall = time.perf_counter() - started
     client_cpu = time.process_time() - client_before
     server_cpu = sum(server.cpu_times()[:2]) - cpu_before if server is not None else None
-    missing = 0
-    with httpx.Client(base_url=urls[0], headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
-        for memory_id, content in acknowledged:
-            response = http.get(f"/api/v1/memories/{memory_id}")
-            if response.status_code != 200 or response.json()["content"] != content:
-                missing += 1
     report: dict[str, Any] = {
         "clients": clients,
         "seconds": round(wall, 1),
         "errors": len(errors),
         "error_samples": errors[:5],
         "acknowledged_writes": len(acknowledged),
-        "writes_not_readable": missing,
-        "operations": {},
+        "writes_not_readable": _unreadable(urls[0], key, acknowledged),
     }
+    return report | _rates(latencies, wall, client_cpu, server_cpu)
+
+
+def _unreadable(url: str, key: str, acknowledged: Sequence[tuple[str, str]]) -> int:
+    """How many acknowledged writes (id, content) a fetch by id does not give back as written."""
+    missing = 0
+    with httpx.Client(base_url=url, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+        for memory_id, content in acknowledged:
+            response = http.get(f"/api/v1/memories/{memory_id}")
+            if response.status_code != 200 or response.json()["content"] != content:
+                missing += 1
+    return missing
+
+
+def _rates(
+    latencies: dict[str, list[float]], wall: float, client_cpu: float, server_cpu: float | None
+) -> dict[str, Any]:
+    """Each operation's count, rate and latency percentiles; requests/s; CPU per request."""
+    report: dict[str, Any] = {"operations": {}}
     total = 0
     for operation, samples in latencies.items():
         total += len(samples)

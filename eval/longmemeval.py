@@ -86,6 +86,20 @@ def _by_type(scores: dict[str, dict[str, float]], queries: Sequence[Query]) -> d
     return {kind: _mean([scores[q.id] for q in queries if (q.kind or "") == kind]) for kind in kinds}
 
 
+def _pack_scores(engine: MemoryEngine, query: Query, back: dict[str, str]) -> dict[str, float]:
+    """What the agent receives for `query`: the pack of PACK_ITEMS items and PACK_TOKENS tokens, scored
+    by the evidence turns and answer sessions it holds."""
+    request = RecallRequest(query=query.text, max_items=PACK_ITEMS, max_tokens=PACK_TOKENS, as_of=query.as_of)
+    packed = recall_context(engine, prepare_read(engine, Principal(owner_id=OWNER), request))
+    held = {back[item.id] for item in packed.items}
+    return {
+        "all_evidence_in_pack": float(set(query.relevant) <= held),
+        "evidence_recall": len(set(query.relevant) & held) / len(query.relevant),
+        "answer_sessions_in_pack": float(set(query.sessions) <= {d.rsplit("/", 1)[0] for d in held}),
+        "used_tokens": float(packed.budget.used_tokens),
+    }
+
+
 def evaluate_longmemeval(
     dataset: Dataset,
     strategies: Sequence[str],
@@ -136,17 +150,7 @@ def evaluate_longmemeval(
                     ranked = [(back[r.id], r.score) for r in retrieval.ranked]
                     runs[strategy][query.id] = ranked
                     scores[strategy][query.id] = question_scores([d for d, _ in ranked], query)
-                request = RecallRequest(
-                    query=query.text, max_items=PACK_ITEMS, max_tokens=PACK_TOKENS, as_of=query.as_of
-                )
-                packed = recall_context(engine, prepare_read(engine, Principal(owner_id=OWNER), request))
-                held = {back[item.id] for item in packed.items}
-                pack[query.id] = {
-                    "all_evidence_in_pack": float(set(query.relevant) <= held),
-                    "evidence_recall": len(set(query.relevant) & held) / len(query.relevant),
-                    "answer_sessions_in_pack": float(set(query.sessions) <= {d.rsplit("/", 1)[0] for d in held}),
-                    "used_tokens": float(packed.budget.used_tokens),
-                }
+                pack[query.id] = _pack_scores(engine, query, back)
     report: dict[str, Any] = {
         "dataset": dataset.name,
         "queries": len(queries),

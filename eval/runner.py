@@ -117,21 +117,8 @@ def evaluate(
             runs: dict[str, dict[str, list[tuple[str, float]]]] = {}
             query_seconds: dict[str, float] = {}
             for strategy in strategies:
-                runs[strategy] = {}
                 strategy_started = time.perf_counter()
-                for query in tqdm(dataset.queries, desc=strategy, unit="q", file=sys.stderr, disable=None):
-                    filters = read_filters(Principal(owner_id=query.group))
-                    retrieval = hybrid_retrieve(
-                        engine,
-                        filters,
-                        query.text,
-                        depth=depth,
-                        strategy=strategy,  # type: ignore[arg-type]
-                        alpha=alpha,
-                        as_of=_moment(query.as_of),
-                        **(retrieve or {}),
-                    )
-                    runs[strategy][query.id] = [(back[r.id], r.score) for r in retrieval.ranked[:depth]]
+                runs[strategy] = _ranked_run(engine, dataset, back, strategy, depth, alpha, retrieve or {})
                 query_seconds[strategy] = time.perf_counter() - strategy_started
             rankings = {s: {q: [d for d, _ in ranked] for q, ranked in run.items()} for s, run in runs.items()}
             if dataset.kind == "locomo":
@@ -150,6 +137,32 @@ def evaluate(
     report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
     report["runs"] = runs
     return report
+
+
+def _ranked_run(
+    engine: MemoryEngine,
+    dataset: Dataset,
+    back: dict[str, str],
+    strategy: str,
+    depth: int,
+    alpha: float | None,
+    retrieve: dict[str, Any],
+) -> dict[str, list[tuple[str, float]]]:
+    """Each question's top `depth` documents and scores by `strategy`, each asked in its own group."""
+    run: dict[str, list[tuple[str, float]]] = {}
+    for query in tqdm(dataset.queries, desc=strategy, unit="q", file=sys.stderr, disable=None):
+        retrieval = hybrid_retrieve(
+            engine,
+            read_filters(Principal(owner_id=query.group)),
+            query.text,
+            depth=depth,
+            strategy=strategy,  # type: ignore[arg-type]
+            alpha=alpha,
+            as_of=_moment(query.as_of),
+            **retrieve,
+        )
+        run[query.id] = [(back[r.id], r.score) for r in retrieval.ranked[:depth]]
+    return run
 
 
 def _moment(text: str | None) -> datetime | None:

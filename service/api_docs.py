@@ -1,6 +1,6 @@
 """What the APIs say about themselves, in one place: each operation's id and summary, and a description of
 every field and parameter, which the OpenAPI document (`describe_openapi`) and the MCP tools' input
-schemas (`describe_tools`) both take from here. `tests/service/test_api_docs.py` fails on any field or
+schemas (`describe_tools`) both take from here. `tests/service/routes/test_api_docs.py` fails on any field or
 parameter left without one, so a new field cannot ship undescribed."""
 
 from __future__ import annotations

@@ -9,10 +9,10 @@ from retrieval import MemoryEngine
 from retrieval.encoding import Embedder
 
 from .api_docs import describe_openapi, name_operations
+from .api_keys import KeyStore
 from .console import ConsoleGate, console_pages, render_error_page
 from .docs_pages import add_offline_docs
 from .handlers import install_error_handlers
-from .keys import KeyStore
 from .mcp_tools import build_mcp
 from .middleware import EdgeMiddleware, Metrics
 from .routes import memories, ops, recall, reflect, writes

@@ -20,7 +20,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from retrieval import AuthenticationError, Principal, StoreError
 from retrieval.domain import MAX_LABEL_CHARS
 
-from .keys import KeyStore
+from .api_keys import KeyStore
 
 __all__ = ["PUBLIC_PATHS", "EdgeMiddleware", "Metrics", "bounded_body"]
 
@@ -161,6 +161,14 @@ def _local_owner(value: str) -> str | None:
     return value
 
 
+class _Refused(Exception):
+    """A request the edge answers itself, with the contract's error body."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
 class EdgeMiddleware:
     def __init__(
         self,
@@ -238,36 +246,11 @@ class EdgeMiddleware:
             await reply(413, "payload_too_large", too_large)
             return
         if scope["path"] not in PUBLIC_PATHS:
-            authorization = headers.get("authorization", "")
-            if "console_principal" in state:  # the console gate authorised its session from the key's row
-                key_id, principal = state["console_principal"]
-            elif state["authorization_headers"] > 1:  # never pick one of several keys
-                await reply(401, "unauthorized", "more than one Authorization header")
+            try:
+                key_id, principal = await self._authenticate(headers, state)
+            except _Refused as refused:
+                await reply(refused.status, refused.code, refused.message)
                 return
-            elif not authorization.lower().startswith("bearer ") or not authorization[7:].strip():
-                await reply(401, "unauthorized", "missing bearer API key")
-                return
-            elif self.local_token is not None and hmac.compare_digest(
-                authorization[7:].strip().encode(), self.local_token.encode()
-            ):
-                owner = _local_owner(headers.get(OWNER_HEADER, ""))
-                if owner is None:
-                    await reply(401, "unauthorized", "the data dir's local token needs the owner in X-XMemo-Owner")
-                    return
-                key_id, principal = "local", Principal.local(owner)
-            else:
-                secret = authorization[7:].strip()
-                try:
-                    if self.keys.in_process:
-                        key_id, principal = self.keys.resolve(secret)
-                    else:
-                        key_id, principal = await to_thread.run_sync(self.keys.resolve, secret)
-                except AuthenticationError as error:
-                    await reply(401, error.code, error.message)
-                    return
-                except StoreError as error:
-                    await reply(503, error.code, error.message)
-                    return
             state["principal"], state["key_id"] = principal, key_id
             wait = self.limiter.retry_after(key_id) if self.limiter is not None else 0
             if wait:
@@ -287,6 +270,32 @@ class EdgeMiddleware:
             return buffered.pop(0) if buffered else await receive()
 
         await self.app(scope, replay, send)
+
+    async def _authenticate(self, headers: dict[str, str], state: dict[str, Any]) -> tuple[str, Principal]:
+        """The key id and principal of a request: the console's session, the data dir's local token acting
+        for the owner it names, or a bearer API key; `_Refused` (401, or 503 when the key store is down)."""
+        authorization = headers.get("authorization", "")
+        if "console_principal" in state:  # the console gate authorised its session from the key's row
+            key_id, principal = state["console_principal"]
+            return key_id, principal
+        if state["authorization_headers"] > 1:  # never pick one of several keys
+            raise _Refused(401, "unauthorized", "more than one Authorization header")
+        if not authorization.lower().startswith("bearer ") or not authorization[7:].strip():
+            raise _Refused(401, "unauthorized", "missing bearer API key")
+        secret = authorization[7:].strip()
+        if self.local_token is not None and hmac.compare_digest(secret.encode(), self.local_token.encode()):
+            owner = _local_owner(headers.get(OWNER_HEADER, ""))
+            if owner is None:
+                raise _Refused(401, "unauthorized", "the data dir's local token needs the owner in X-XMemo-Owner")
+            return "local", Principal.local(owner)
+        try:
+            if self.keys.in_process:
+                return self.keys.resolve(secret)
+            return await to_thread.run_sync(self.keys.resolve, secret)
+        except AuthenticationError as error:
+            raise _Refused(401, error.code, error.message) from error
+        except StoreError as error:
+            raise _Refused(503, error.code, error.message) from error
 
     def _observe(
         self, scope: Scope, state: dict[str, Any], status: int, seconds: float, audit_id: str, request_id: str | None

@@ -18,7 +18,7 @@ from mcp.server.mcpserver import MCPServer
 from retrieval import MemoryEngine, StoreError
 from retrieval.encoding import Embedder
 
-from .keys import KeyStore
+from .api_keys import KeyStore
 from .maintenance import run_periodically
 from .settings import ServiceSettings
 

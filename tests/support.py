@@ -44,8 +44,8 @@ from retrieval import (
 )
 from retrieval.encoding import Embedder, completed
 from retrieval.usecases import RecallResults, SearchResults
+from service.api_keys import KeyStore
 from service.app import create_app
-from service.keys import KeyStore
 from service.settings import ServiceSettings
 
 ROOT = Path(__file__).resolve().parents[1]  # the repository

@@ -408,7 +408,7 @@ class MemoryEngine:
                 remove_shards(self.settings.edge_path)
             self.index = open_index(self.settings, dimension)
             self.index.reset()
-            mark = self.store.last_change() if self.follows else 0
+            mark = self.store.changes.last() if self.follows else 0
             if not self.follows:
                 self.store.clear_indexed()
             total = self._sync_every_record(progress)

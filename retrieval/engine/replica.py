@@ -160,7 +160,7 @@ class ChangeFollower:
         """Bring the index to the newest change; returns how many memories were synced or deleted."""
         saved = self._load_mark()
         # Take a place in the sequence first: no pruning passes it from here on.
-        if saved is None or saved < self.engine.store.hold_changes(self.replica_id, saved) - 1:
+        if saved is None or saved < self.engine.store.changes.hold(self.replica_id, saved) - 1:
             return self._resync()  # no mark, or one older than what is kept
         self.seq = saved
         done = 0
@@ -168,7 +168,7 @@ class ChangeFollower:
         while True:
             step = self.poll()
             done += step
-            if step == 0 and self.seq >= self.engine.store.last_change():
+            if step == 0 and self.seq >= self.engine.store.changes.last():
                 self.checkpoint()
                 self.report()
                 return done
@@ -176,8 +176,8 @@ class ChangeFollower:
     def _resync(self) -> int:
         """No usable mark: index every record and drop strays, then follow from the sequence's end as it
         was before the scan (changes during the scan are replayed; replaying is idempotent)."""
-        self.seq = self.engine.store.last_change()
-        self.engine.store.hold_changes(self.replica_id, self.seq)  # what is pruned from here on, the scan reads
+        self.seq = self.engine.store.changes.last()
+        self.engine.store.changes.hold(self.replica_id, self.seq)  # what is pruned from here on, the scan reads
         fixed = self.engine.reconcile_all()
         self.engine.index.flush()
         self.save_mark()
@@ -188,7 +188,7 @@ class ChangeFollower:
 
     def poll(self) -> int:
         """Apply the changes after the mark (one batch); returns how many memories it touched."""
-        batch = self.engine.store.changes_after(self.seq, BATCH)
+        batch = self.engine.store.changes.after(self.seq, BATCH)
         if not batch:
             self.last_ok = self._clock()
             return 0
@@ -221,9 +221,9 @@ class ChangeFollower:
     def report(self) -> int:
         """Tell the database how far this index has followed (the saved mark, which never runs ahead of the
         disk), then prune what every live replica has passed; returns the changes pruned."""
-        self.engine.store.save_replica_mark(self.replica_id, self.saved_seq)
+        self.engine.store.changes.save_mark(self.replica_id, self.saved_seq)
         self.last_report = self._clock()
-        return self.engine.store.prune_changes(MARK_LIFETIME_SECONDS)
+        return self.engine.store.changes.prune(MARK_LIFETIME_SECONDS)
 
     # -- tailing ----------------------------------------------------------------------------------
 
@@ -253,6 +253,6 @@ class ChangeFollower:
             self._thread.join(timeout=10)
         try:
             self.checkpoint()
-            self.engine.store.save_replica_mark(self.replica_id, self.saved_seq)  # a restart replays from here
+            self.engine.store.changes.save_mark(self.replica_id, self.saved_seq)  # a restart replays from here
         except XMemoError as error:  # closing anyway: the next start replays from the older mark
             log.warning("could not save the follower's mark: %s", error.message)

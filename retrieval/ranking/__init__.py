@@ -5,10 +5,10 @@ from .blend import W_IMPORTANCE, W_RECENCY, Ranked, rank_candidates, recency
 from .dates import DATE_BOOST, TimeWindow, query_window
 from .fusion import RRF_K, FusedCandidate, fuse_convex, fuse_rrf
 from .grouping import MIN_GROUP, Group, fold_groups, group_candidate
-from .keys import KEY_BOOST, may_name_keys, names_key, query_terms
 from .packing import ELLIPSIS, MIN_SHORTENED_TOKENS, Pack, PackCandidate, PackedItem, pack_context
 from .priors import with_priors
 from .restatements import NEAR_DUPLICATE_COSINE, Collapsed, collapse_restatements
+from .semantic_keys import KEY_BOOST, may_name_keys, names_key, query_terms
 from .speakers import SPEAKER_PRIOR, Addressed, addressed_speaker
 from .tokens import ENCODING_NAME, TokenCounter, token_counter
 

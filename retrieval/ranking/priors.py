@@ -1,6 +1,6 @@
 """Priors on fused relevance from what a query says besides its words: the speaker it asks about
 (ranking/speakers.py), the time it names (ranking/dates.py) and a memory's key it names exactly
-(ranking/keys.py). Each scales relevance, none filters."""
+(ranking/semantic_keys.py). Each scales relevance, none filters."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import replace
 
 from .dates import DATE_BOOST, TimeWindow
 from .fusion import FusedCandidate
-from .keys import KEY_BOOST
+from .semantic_keys import KEY_BOOST
 from .speakers import SPEAKER_PRIOR
 
 __all__ = ["with_priors"]

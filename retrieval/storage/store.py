@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, and_, bindparam, delete, func, or_, select, text, update
+from sqlalchemy import Engine, and_, bindparam, func, or_, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
@@ -29,12 +29,13 @@ from ..domain import (
     format_time,
     utc_now,
 )
+from .change_feed import ChangeFeed
 from .data_dir import FreeSpace
 from .database import open_engine
 from .listing import Listing, json_field
 from .migrations import migrate
 from .rows import chunks, find_active_by_key, memory_of_row, read_memory, read_versions, unique_violation
-from .schema import audit_log, changes, insertion_order, memories, meta, read_questions, replica_marks
+from .schema import audit_log, insertion_order, memories, meta, read_questions
 from .unit_of_work import UnitOfWork
 
 #: The meta keys that name what a store was embedded with; always written together.
@@ -78,22 +79,6 @@ def _episodes_in(filters: ReadFilters, since: str, until: str):  # type: ignore[
     )
 
 
-# The advisory lock of pruning the change sequence and of a replica taking its place in it (hold_changes).
-PRUNE_LOCK = 0x786D656D6F02
-
-
-def _save_mark(connection: Connection, replica_id: str, seq: int) -> None:
-    statement = postgresql_insert(replica_marks).values(
-        replica_id=replica_id, seq=seq, seen_at=func.extract("epoch", func.now())
-    )
-    connection.execute(
-        statement.on_conflict_do_update(
-            index_elements=[replica_marks.c.replica_id],
-            set_={"seq": statement.excluded.seq, "seen_at": statement.excluded.seen_at},
-        )
-    )
-
-
 class MemoryStore:
     """Reads and writes memory records; the one module that knows the SQL layout."""
 
@@ -101,6 +86,7 @@ class MemoryStore:
         self.sql_engine = sql_engine
         self.space = space
         self.is_postgresql = sql_engine.dialect.name == "postgresql"
+        self.changes = ChangeFeed(sql_engine)  # the change sequence replicas follow (PostgreSQL)
 
     @classmethod
     def open(cls, target: Path | str, space: FreeSpace | None = None, busy_timeout_ms: int = 30_000) -> MemoryStore:
@@ -243,58 +229,6 @@ class MemoryStore:
                 )
                 counted.update({row[0]: int(row[1]) for row in rows})
         return counted
-
-    # -- the change sequence (PostgreSQL) -------------------------------------------------------
-
-    def changes_after(self, seq: int, limit: int) -> list[tuple[int, str, int | None]]:
-        """(seq, memory id, version) of the changes numbered after `seq`, in order; version None is a
-        forget or a context rewrite (the index must take the row, or its absence, whatever it holds)."""
-        c = changes.c
-        with self.sql_engine.connect() as connection:
-            rows = connection.execute(
-                select(c.seq, c.memory_id, c.version).where(c.seq > seq).order_by(c.seq).limit(limit)
-            )
-            return [(int(row[0]), row[1], row[2]) for row in rows]
-
-    def first_change(self) -> int:
-        """The number of the oldest change kept (0 when there is none)."""
-        with self.sql_engine.connect() as connection:
-            return int(connection.execute(select(func.coalesce(func.min(changes.c.seq), 0))).scalar_one())
-
-    def last_change(self) -> int:
-        """The number of the newest change (0 when there is none)."""
-        with self.sql_engine.connect() as connection:
-            return int(connection.execute(select(func.coalesce(func.max(changes.c.seq), 0))).scalar_one())
-
-    def hold_changes(self, replica_id: str, seq: int) -> int:
-        """Record that `replica_id` has followed the sequence to `seq`, and return the number of the oldest
-        change kept, under the lock pruning takes: from here on, nothing after `seq` is pruned until the
-        mark is older than a pruning's lifetime, and a return above `seq + 1` means changes it needs are gone."""
-        with self.sql_engine.begin() as connection:
-            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PRUNE_LOCK})
-            _save_mark(connection, replica_id, seq)
-            return int(connection.execute(select(func.coalesce(func.min(changes.c.seq), 0))).scalar_one())
-
-    def save_replica_mark(self, replica_id: str, seq: int) -> None:
-        """`replica_id`'s index holds every change up to `seq`; now, by the database's clock."""
-        with self.sql_engine.begin() as connection:
-            _save_mark(connection, replica_id, seq)
-
-    def prune_changes(self, lifetime_seconds: float) -> int:
-        """Delete the changes every replica that reported within `lifetime_seconds` has passed, keeping the
-        newest (it says how far the sequence went), and the marks older than that; returns the changes
-        deleted. A replica silent for longer finds its mark behind the oldest change and reindexes."""
-        m, c = replica_marks.c, changes.c
-        live = m.seen_at > func.extract("epoch", func.now()) - lifetime_seconds
-        with self.sql_engine.begin() as connection:
-            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": PRUNE_LOCK})
-            passed = connection.execute(select(func.min(m.seq)).where(live)).scalar_one()
-            if passed is None:
-                return 0
-            newest = select(func.max(c.seq)).scalar_subquery()
-            deleted = connection.execute(delete(changes).where(c.seq <= passed, c.seq < newest)).rowcount
-            connection.execute(delete(replica_marks).where(~live))
-            return int(deleted)
 
     # -- reads --------------------------------------------------------------------------------
 

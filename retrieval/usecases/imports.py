@@ -103,6 +103,45 @@ def _line_principal(principal: Principal | None, line: dict[str, Any]) -> Princi
 OPTIMIZE_AFTER_IMPORTED = 1000  # below this, the plain segments search about as fast
 
 
+class _SessionTails:
+    """The context lines each (owner, session) has so far, read once from the store and then kept as
+    the import writes further turns of that session, so that each turn's BM25 context holds the turns
+    before it."""
+
+    def __init__(self, engine: MemoryEngine) -> None:
+        self.engine = engine
+        self.tails: dict[tuple[str, str], list[str]] = {}
+
+    def with_context(self, memory: Memory) -> Memory:
+        if memory.session_id is None:
+            return memory
+        key = (memory.owner_id, memory.session_id)
+        if key not in self.tails:
+            self.tails[key] = self.engine.store.session_tail(memory.owner_id, memory.session_id, SESSION_CONTEXT_TURNS)
+        turns = self.tails[key]
+        if memory.context is None:
+            memory = replace(memory, context=session_context(turns))
+        turns.append(context_line(memory.content, memory.speaker))
+        del turns[:-SESSION_CONTEXT_TURNS]
+        return memory
+
+
+def _write_batch(engine: MemoryEngine, pending: Sequence[Memory]) -> int:
+    """Embed and commit the memories of `pending` the store lacks (a line repeated in the file is written
+    once, as its first copy); how many it wrote."""
+    seen = set(engine.store.get_many([m.id for m in pending]))
+    fresh = []
+    for memory in pending:
+        if memory.id not in seen:
+            fresh.append(memory)
+            seen.add(memory.id)
+    if fresh:
+        vectors = engine.vectors_for(fresh)
+        with engine.writing() as work:
+            work.insert(fresh, vectors)
+    return len(fresh)
+
+
 def import_records(
     engine: MemoryEngine,
     principal: Principal | None,
@@ -119,44 +158,20 @@ def import_records(
     """
     if principal is not None:
         require(principal, WRITE)
-    now = format_time(engine.clock())
-    parsed = _parsed(principal, lines, now)
+    parsed = _parsed(principal, lines, format_time(engine.clock()))
     check_import(engine, parsed)
     counts = {"imported": 0, "skipped": 0, "keyed": 0}
+    tails = _SessionTails(engine)
     batch: list[Memory] = []
-    tails: dict[tuple[str, str], list[str]] = {}  # (owner, session) -> context lines written so far
 
-    def with_context(memory: Memory) -> Memory:
-        if memory.session_id is None:
-            return memory
-        key = (memory.owner_id, memory.session_id)
-        if key not in tails:
-            tails[key] = engine.store.session_tail(memory.owner_id, memory.session_id, SESSION_CONTEXT_TURNS)
-        turns = tails[key]
-        if memory.context is None:
-            memory = replace(memory, context=session_context(turns))
-        turns.append(context_line(memory.content, memory.speaker))
-        del turns[:-SESSION_CONTEXT_TURNS]
-        return memory
-
-    def flush(pending: Sequence[Memory]) -> None:
-        if not pending:
-            return
-        existing = engine.store.get_many([m.id for m in pending])
-        seen = set(existing)
-        fresh = []
-        for memory in pending:  # a line repeated in the file is written once, as its first copy
-            if memory.id not in seen:
-                fresh.append(memory)
-                seen.add(memory.id)
-        counts["skipped"] += len(pending) - len(fresh)
-        if fresh:
-            vectors = engine.vectors_for(fresh)
-            with engine.writing() as work:
-                work.insert(fresh, vectors)
-            counts["imported"] += len(fresh)
-        if progress:
-            progress(len(pending))
+    def flush() -> None:
+        if batch:
+            written = _write_batch(engine, batch)
+            counts["imported"] += written
+            counts["skipped"] += len(batch) - written
+            if progress:
+                progress(len(batch))
+            batch.clear()
 
     for line, memory in parsed:
         if memory.semantic_key is not None and memory.status == MemoryStatus.ACTIVE and not line.get("id"):
@@ -165,11 +180,10 @@ def import_records(
             if progress:
                 progress(1)
             continue
-        batch.append(with_context(memory))
+        batch.append(tails.with_context(memory))
         if len(batch) >= batch_size:
-            flush(batch)
-            batch = []
-    flush(batch)
+            flush()
+    flush()
     engine.index.flush()
     if counts["imported"] >= OPTIMIZE_AFTER_IMPORTED:
         engine.index.optimize()

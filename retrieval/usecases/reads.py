@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from datetime import datetime
 
 from ..domain import (
     DEFAULT_PACK_ITEMS,
@@ -35,7 +36,7 @@ from ..ranking import (
     pack_context,
     query_terms,
 )
-from .requests import PACK_WINDOW, LightRecallRequest, RecallRequest, SearchRequest
+from .requests import PACK_WINDOW, LightRecallRequest, ReadRequest, RecallRequest, SearchRequest
 from .results import (
     Budget,
     ContextPack,
@@ -193,6 +194,15 @@ def _left_out(window: list[Hydrated], position: dict[str, int], packed: set[str]
     return left
 
 
+def _ranking(
+    engine: MemoryEngine, read: PreparedRead[ReadRequest], depth: int, as_of: datetime | None = None
+) -> Retrieval:
+    """The production ranking of a prepared read: its query under its filters, with its vector."""
+    return hybrid_retrieve(
+        engine, read.filters, read.request.query, depth=depth, query_vector=read.query_vector(), as_of=as_of
+    )
+
+
 def _pack_items(pack: Pack, shown: list[Hydrated]) -> tuple[PackItem, ...]:
     return tuple(
         PackItem(
@@ -215,14 +225,7 @@ def recall_context(engine: MemoryEngine, read: PreparedRead[RecallRequest]) -> C
     The ranking (usecases/retrieve.py), then what reflect made that only groups set apart, restatements
     collapsed, the relevance floor, and the packer (with reflect's groups tried, `_grouped`)."""
     request = read.request
-    retrieval = hybrid_retrieve(
-        engine,
-        read.filters,
-        request.query,
-        depth=max(CANDIDATE_DEPTH, 3 * request.max_items),
-        query_vector=read.query_vector(),
-        as_of=request.asked_at,
-    )
+    retrieval = _ranking(engine, read, max(CANDIDATE_DEPTH, 3 * request.max_items), request.asked_at)
     hydrated = hydrate(engine, retrieval, PACK_WINDOW * request.max_items)
     floor = engine.settings.pack_relevance_floor if request.relevance_floor is None else request.relevance_floor
     holders, hydrated = _holders(engine, hydrated, retrieval)
@@ -253,17 +256,11 @@ def recall_context(engine: MemoryEngine, read: PreparedRead[RecallRequest]) -> C
 
 def search_memory(engine: MemoryEngine, read: PreparedRead[SearchRequest]) -> SearchResults:
     """Strict search: a result needs cosine >= min_score, or every query term present, or its
-    `semantic_key` named by the query (ranking/keys.py; score 1 for either); restatements collapse as
+    `semantic_key` named by the query (ranking/semantic_keys.py; score 1 for either); restatements collapse as
     in a pack, and results are listed by that score."""
     request = read.request
     threshold = engine.settings.search_min_score if request.min_score is None else request.min_score
-    retrieval = hybrid_retrieve(
-        engine,
-        read.filters,
-        request.query,
-        depth=max(CANDIDATE_DEPTH, 2 * request.limit),
-        query_vector=read.query_vector(),
-    )
+    retrieval = _ranking(engine, read, max(CANDIDATE_DEPTH, 2 * request.limit))
     ranked, _ = _without_restatements(engine, hydrate(engine, retrieval, len(retrieval.ranked)))
     wanted = set(engine.sparse.query(request.query).indices)
     named = query_terms(request.query)
@@ -285,9 +282,7 @@ def search_memory(engine: MemoryEngine, read: PreparedRead[SearchRequest]) -> Se
 def recall(engine: MemoryEngine, read: PreparedRead[LightRecallRequest]) -> RecallResults:
     """The light, best-effort path: the top few memories with their content, no budget report."""
     request = read.request
-    retrieval = hybrid_retrieve(
-        engine, read.filters, request.query, depth=CANDIDATE_DEPTH, query_vector=read.query_vector()
-    )
+    retrieval = _ranking(engine, read, CANDIDATE_DEPTH)
     ranked, _ = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * request.limit))
     results = tuple(SearchResult.of(h.memory, round(h.ranked.score, 6)) for h in ranked[: request.limit])
     engine.read_tracker.record([r.id for r in results], question=request.query)

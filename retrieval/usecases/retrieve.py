@@ -144,7 +144,7 @@ def _dense_fill(
 
 
 def _keyed(engine: MemoryEngine, query: str, fused: list[FusedCandidate]) -> set[str]:
-    """The candidates whose `semantic_key` the query names (ranking/keys.py), looked at only when the
+    """The candidates whose `semantic_key` the query names (ranking/semantic_keys.py), looked at only when the
     query holds an identifier. The index's payload carries the keys; the record is read only for
     points written before it did (reading them for every such query was 5 % of a loaded server's GIL)."""
     terms = query_terms(query)
@@ -309,7 +309,8 @@ def hybrid_retrieve(
 # search (which reads every candidate), runs on a worker thread, where other requests interleave.
 IN_PROCESS_MAX_RECORDS = 16
 
-Request = TypeVar("Request", bound=ReadRequest)
+Request = TypeVar("Request", bound=ReadRequest, covariant=True)  # a prepared search is a prepared read
+Asked = TypeVar("Asked", bound=ReadRequest)
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,7 +331,7 @@ class PreparedRead(Generic[Request]):
         return self.vector.result()
 
 
-def prepare_read(engine: MemoryEngine, principal: Principal, request: Request) -> PreparedRead[Request]:
+def prepare_read(engine: MemoryEngine, principal: Principal, request: Asked) -> PreparedRead[Asked]:
     """The read of `request` for `principal`: its filters (its read scope and team checked: a refused
     read never runs the model), and its vector started.
 

@@ -14,6 +14,7 @@ import click
 
 from retrieval.storage import private_umask
 
+from .api_key_commands import keys_group
 from .common import EXIT_STORE, XmemoGroup, fail
 from .data import (
     export_command,
@@ -24,7 +25,6 @@ from .data import (
     remember_command,
     search_command,
 )
-from .keys import keys_group
 from .manage import memories_group
 from .measure import bench_cache_command, bench_command, bench_reflect_command, eval_command
 from .serve import serve_command

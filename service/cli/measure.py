@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -226,15 +227,7 @@ def eval_command(
     from eval.report import check_floors, write_outputs
     from eval.runner import STRATEGIES, evaluate
 
-    names = [s.strip() for s in strategies.split(",") if s.strip()]
-    if not names or set(names) - set(STRATEGIES):
-        raise ValidationError(f"--strategy takes a comma list of {', '.join(STRATEGIES)}")
-    try:
-        cutoffs = sorted({int(k) for k in ks.split(",") if k.strip()})
-    except ValueError as error:
-        raise ValidationError("--k takes a comma list of positive integers") from error
-    if not cutoffs or cutoffs[0] < 1:
-        raise ValidationError("--k takes a comma list of positive integers")
+    names, cutoffs = _strategies(strategies, STRATEGIES), _cutoffs(ks)
     try:
         dataset = load_dataset(spec, shared_data or SHARED_DATA)
     except (FileNotFoundError, ValueError, KeyError) as error:
@@ -257,20 +250,42 @@ def eval_command(
     if as_json:
         emit(report)
     else:
-        for name, scores in report["strategies"].items():
-            click.echo(f"{name:7s} " + "  ".join(f"{m} {v:.4f}" for m, v in scores.items() if m != "queries"))
-        for name, kinds in report.get("by_type", {}).items():
-            for kind, scores in kinds.items():
-                click.echo(f"{name:7s} {kind:27s} " + "  ".join(f"{m} {v:.4f}" for m, v in scores.items()))
-        for row in report.get("pack_floors", []):
-            click.echo("pack    " + "  ".join(f"{m} {v}" for m, v in row.items()))
-        for check in report["checks"]:
-            click.echo(
-                f"{check['status']:4s} {check['strategy']} {check['metric']} {check['score']:.4f} "
-                f"(floor {check['floor']:.4f})"
-            )
+        _print_scores(report)
     if any(check["status"] == "FAIL" for check in report["checks"]):
         sys.exit(EXIT_USER)
+
+
+def _strategies(text: str, known: Sequence[str]) -> list[str]:
+    names = [s.strip() for s in text.split(",") if s.strip()]
+    if not names or set(names) - set(known):
+        raise ValidationError(f"--strategy takes a comma list of {', '.join(known)}")
+    return names
+
+
+def _cutoffs(text: str) -> list[int]:
+    try:
+        cutoffs = sorted({int(k) for k in text.split(",") if k.strip()})
+    except ValueError as error:
+        raise ValidationError("--k takes a comma list of positive integers") from error
+    if not cutoffs or cutoffs[0] < 1:
+        raise ValidationError("--k takes a comma list of positive integers")
+    return cutoffs
+
+
+def _print_scores(report: dict[str, Any]) -> None:
+    """An evaluation's scores as lines: each strategy, each question type, each pack floor, each check."""
+    for name, scores in report["strategies"].items():
+        click.echo(f"{name:7s} " + "  ".join(f"{m} {v:.4f}" for m, v in scores.items() if m != "queries"))
+    for name, kinds in report.get("by_type", {}).items():
+        for kind, scores in kinds.items():
+            click.echo(f"{name:7s} {kind:27s} " + "  ".join(f"{m} {v:.4f}" for m, v in scores.items()))
+    for row in report.get("pack_floors", []):
+        click.echo("pack    " + "  ".join(f"{m} {v}" for m, v in row.items()))
+    for check in report["checks"]:
+        click.echo(
+            f"{check['status']:4s} {check['strategy']} {check['metric']} {check['score']:.4f} "
+            f"(floor {check['floor']:.4f})"
+        )
 
 
 def _floors(text: str) -> list[float]:
@@ -285,7 +300,7 @@ def _floors(text: str) -> list[float]:
 
 def _eval_lifecycle(dataset: Any, as_json: bool) -> None:
     """`xmemo eval --lifecycle`: both arms, reflect's totals and quality, and the checks (exit 1 on FAIL)."""
-    from eval.lifecycle import evaluate_lifecycle, lifecycle_checks
+    from eval.lifecycle_replay import evaluate_lifecycle, lifecycle_checks
 
     if dataset.kind != "locomo":
         raise ValidationError("--lifecycle replays a LoCoMo file (its sessions and dates); give --dataset locomo")

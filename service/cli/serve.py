@@ -27,8 +27,8 @@ def serve_command(ctx: click.Context, host: str, port: int) -> None:
     """Run the HTTP and MCP service (uvicorn) on the data dir's stores."""
     import uvicorn
 
+    from ..api_keys import KeyStore
     from ..app import create_app
-    from ..keys import KeyStore
     from ..settings import ServiceSettings
     from .uvicorn_server import WithdrawingServer
 

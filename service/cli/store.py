@@ -14,7 +14,7 @@ from retrieval.domain import DATABASE_SCHEMES
 from retrieval.encoding import EmbeddingCache
 from retrieval.storage import MemoryStore, copy_store, lock_data_dir
 
-from ..keys import KeyStore
+from ..api_keys import KeyStore
 from .common import emit, settings_of
 
 __all__ = ["migrate_store_command"]

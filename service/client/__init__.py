@@ -1,6 +1,6 @@
 """A light, typed Python client of an xmemo server: `XmemoClient(base_url, api_key)` and its async twin.
 It needs only httpx: importing it loads neither the model, nor the index engine, nor the retrieval
-layer (tests/service/test_client.py checks that in a fresh interpreter). `service.client.langgraph`
+layer (tests/service/client/test_client.py checks that in a fresh interpreter). `service.client.langgraph`
 holds a LangGraph store over it."""
 
 from .clients import AsyncXmemoClient, XmemoClient

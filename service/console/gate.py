@@ -25,8 +25,8 @@ from starlette.staticfiles import StaticFiles
 
 from retrieval import AuthenticationError, Principal, StoreError
 
+from ..api_keys import KeyStore
 from ..docs_pages import VENDOR_DIR
-from ..keys import KeyStore
 from ..middleware import Metrics, bounded_body
 from .rendering import FORM_FIELDS, STATIC_DIR, templates
 from .sessions import COOKIE, Session, SessionStore

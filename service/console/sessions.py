@@ -60,7 +60,7 @@ def _store_faults() -> AbstractContextManager[None]:
 
 class SessionStore:
     """Sessions in the `console_sessions` table of `engine` (the key store's, which its migration
-    k002_console_sessions made: service/keys.py); `clock` is wall time."""
+    k002_console_sessions made: service/api_keys.py); `clock` is wall time."""
 
     def __init__(self, engine: Engine, clock: Callable[[], float] = time.time) -> None:
         self.engine = engine

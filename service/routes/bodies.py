@@ -14,7 +14,7 @@ from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Fiel
 from compactor.options import DEFAULT_LIMIT, MAX_LIMIT
 from compactor.plan import PROPOSAL_PATTERN
 from compactor.reflect import MAX_EXCLUDE
-from compactor.report import PLAN_DIGEST_PATTERN
+from compactor.reflect_report import PLAN_DIGEST_PATTERN
 from retrieval.domain import (
     BATCH_LIMIT,
     DEFAULT_PACK_ITEMS,

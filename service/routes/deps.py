@@ -16,7 +16,7 @@ from fastapi import Depends, Request
 
 from retrieval import AuthenticationError, MemoryEngine, Principal
 
-from ..keys import KeyStore
+from ..api_keys import KeyStore
 from ..middleware import Metrics
 from ..settings import ServiceSettings
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from compactor import ReflectRequest, ReflectSettings, reflect
-from compactor.scripts import script_of
+from compactor.writing_systems import script_of
 from retrieval import ConflictError, Principal, archive_memory, get_memory, import_records
 from retrieval.domain import format_time
 from tests.support import pack_for

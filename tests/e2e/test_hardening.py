@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import re
 import subprocess
 import sys
 
 import httpx
 import pytest
 
-from tests.support import RunningServer, mcp_call
+from tests.support import RunningServer, csrf_of, mcp_call, sign_in
 
 READ, WRITE, ADMIN = "memory:read", "memory:write", "memory:admin"
 
@@ -22,14 +21,9 @@ def server(tmp_path_factory):  # type: ignore[no-untyped-def]
     running.stop()
 
 
-def _csrf(page: str) -> str:
-    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
-
-
 def _signed_in(server: RunningServer, key: str) -> httpx.Client:
     client = server.client(None)
-    form = client.get("/ui/login")
-    answer = client.post("/ui/login", data={"api_key": key, "csrf": _csrf(form.text)}, follow_redirects=False)
+    answer = sign_in(client, key)
     assert answer.status_code == 303, answer.text
     return client
 
@@ -50,19 +44,19 @@ def test_a_teams_admin_manages_only_keys_inside_its_own_owner_and_teams(server):
     assert _key_id(mine) in page.text and _key_id(evil) in page.text
     assert _key_id(core) not in page.text and _key_id(server.admin_key) not in page.text
     before = len(server.keys.list())
-    form = {"csrf": _csrf(page.text), "owner": "mallory", "teams": "evil,core", "scopes": [READ]}
+    form = {"csrf": csrf_of(page.text), "owner": "mallory", "teams": "evil,core", "scopes": [READ]}
     assert console.post("/ui/keys", data=form).status_code == 403  # a team it does not hold
     assert console.post("/ui/keys", data={**form, "teams": "", "owner": "carol"}).status_code == 403  # another owner
     assert len(server.keys.list()) == before
     allowed = console.post("/ui/keys", data={**form, "teams": "evil", "owner": "carol"})
     assert allowed.status_code == 200  # a team key of its own team, whoever its owner
     assert len(server.keys.list()) == before + 1
-    revoked = console.post(f"/ui/keys/{_key_id(server.admin_key)}/revoke", data={"csrf": _csrf(page.text)})
+    revoked = console.post(f"/ui/keys/{_key_id(server.admin_key)}/revoke", data={"csrf": csrf_of(page.text)})
     assert revoked.status_code == 404
-    assert console.post(f"/ui/keys/{_key_id(core)}/revoke", data={"csrf": _csrf(page.text)}).status_code == 404
+    assert console.post(f"/ui/keys/{_key_id(core)}/revoke", data={"csrf": csrf_of(page.text)}).status_code == 404
     with server.client(server.admin_key) as operator, server.client(core) as carol:
         assert operator.get("/api/v1/memories").status_code == 200 and carol.get("/api/v1/memories").status_code == 200
-    assert console.post(f"/ui/keys/{_key_id(mine)}/revoke", data={"csrf": _csrf(page.text)}).status_code == 303
+    assert console.post(f"/ui/keys/{_key_id(mine)}/revoke", data={"csrf": csrf_of(page.text)}).status_code == 303
     operator_console = _signed_in(server, server.admin_key)
     everything = operator_console.get("/ui/keys").text
     assert all(_key_id(k) in everything for k in (evil, core, mine, server.admin_key))
@@ -73,7 +67,7 @@ def test_the_console_checks_the_body_limit_before_it_parses_a_form(server):
     the peak memory by 620 MB) and wrote a multipart file part to a temp file."""
     client = server.client(None)
     form = client.get("/ui/login")
-    big = "api_key=" + "x" * (2 * 1024 * 1024) + f"&csrf={_csrf(form.text)}"  # over the 1 MiB default
+    big = "api_key=" + "x" * (2 * 1024 * 1024) + f"&csrf={csrf_of(form.text)}"  # over the 1 MiB default
     answer = client.post("/ui/login", content=big, headers={"content-type": "application/x-www-form-urlencoded"})
     assert answer.status_code == 413 and answer.json()["error"]["code"] == "payload_too_large"
 
@@ -84,12 +78,12 @@ def test_the_console_checks_the_body_limit_before_it_parses_a_form(server):
     streamed = client.post("/ui/login", content=chunks(), headers={"content-type": "application/x-www-form-urlencoded"})
     assert streamed.status_code == 413
     upload = client.post(
-        "/ui/login", data={"csrf": _csrf(form.text)}, files={"api_key": ("key.txt", b"xmk_a_b", "text/plain")}
+        "/ui/login", data={"csrf": csrf_of(form.text)}, files={"api_key": ("key.txt", b"xmk_a_b", "text/plain")}
     )
     assert upload.status_code == 400  # the sign-in form takes no file parts
     console = _signed_in(server, server.admin_key)
     page = console.get("/ui/keys")
-    huge = {"csrf": _csrf(page.text), "owner": "o" * (2 * 1024 * 1024)}
+    huge = {"csrf": csrf_of(page.text), "owner": "o" * (2 * 1024 * 1024)}
     assert console.post("/ui/keys", data=huge).status_code == 413
 
 
@@ -245,13 +239,12 @@ def test_failed_sign_ins_are_throttled_per_address_logged_and_counted(tmp_path):
         client = running.client(None)
         answers = []
         for attempt in range(12):
-            form = client.get("/ui/login")
-            answers.append(client.post("/ui/login", data={"api_key": f"xmk_guess_{attempt}", "csrf": _csrf(form.text)}))
+            answers.append(sign_in(client, f"xmk_guess_{attempt}"))
         assert [a.status_code for a in answers[:10]] == [401] * 10
         assert answers[10].status_code == 429 and int(answers[10].headers["retry-after"]) >= 1
         form = client.get("/ui/login")
         right = client.post(
-            "/ui/login", data={"api_key": running.admin_key, "csrf": _csrf(form.text)}, follow_redirects=False
+            "/ui/login", data={"api_key": running.admin_key, "csrf": csrf_of(form.text)}, follow_redirects=False
         )
         assert right.status_code == 429  # the right key too waits out the minute from this address
         metrics = client.get("/metrics").text

@@ -216,7 +216,7 @@ def test_a_refused_read_never_runs_the_model(tmp_path: Path):
 
 
 def _key_with(data_dir: Path, scopes: tuple[str, ...]) -> str:
-    from service.keys import KeyStore
+    from service.api_keys import KeyStore
 
     keys = KeyStore.open(data_dir)
     try:

@@ -16,6 +16,7 @@ from retrieval.domain import ADMIN, WRITE, act_for_owner, require
 from retrieval.usecases import (
     MEANING_PAGE,
     ListQuery,
+    MemoryPage,
     edit_memory,
     forget_memory,
     list_memories,
@@ -72,38 +73,24 @@ def memories_page(request: Request, engine: Engine, principal: Caller) -> Respon
     if mode == "meaning" and chosen["text"]:
         given.pop("text")
         matches = search_by_meaning(engine, viewed, chosen["text"], {**given, "since": since, "until": until})
-        return render(
-            request,
-            "memories.html",
-            memories=[m.memory for m in matches],
-            scores={m.memory.id: m.score for m in matches},
-            next_query=None,
-            **context,
-        )
-    page = list_memories(
-        engine,
-        viewed,
-        ListQuery(
-            **given,
-            since=since,
-            until=until,
-            cursor=params.get("cursor") or None,
-            limit=25,
-            order=kept["order"],
-        ),
+        scores = {m.memory.id: m.score for m in matches}
+        return render(request, "memories.html", memories=[m.memory for m in matches], scores=scores, **context)
+    query = ListQuery(
+        **given, since=since, until=until, cursor=params.get("cursor") or None, limit=25, order=kept["order"]
     )
+    page = list_memories(engine, viewed, query)
+    return render(request, "memories.html", memories=page.memories, scores=None, **_page_links(kept, page), **context)
+
+
+def _page_links(kept: dict[str, str], page: MemoryPage) -> dict[str, Any]:
+    """The next page's query (the filters kept, and the cursor) and a link per sortable column (a sort
+    keeps the filters and starts from the first page)."""
     next_query = {k: v for k, v in kept.items() if v} | ({"cursor": page.next_cursor} if page.next_cursor else {})
-    same = {k: v for k, v in kept.items() if v or k == "status"}  # a sort keeps the filters, from the first page
-    sort_links = {field: urlencode({**same, "order": field}) for field in ("occurred_at", "created_at")}
-    return render(
-        request,
-        "memories.html",
-        memories=page.memories,
-        scores=None,
-        sort_links=sort_links,
-        next_query=next_query if page.next_cursor else None,
-        **context,
-    )
+    same = {k: v for k, v in kept.items() if v or k == "status"}
+    return {
+        "sort_links": {field: urlencode({**same, "order": field}) for field in ("occurred_at", "created_at")},
+        "next_query": next_query if page.next_cursor else None,
+    }
 
 
 @router.get("/memories/{memory_id}", response_class=HTMLResponse)

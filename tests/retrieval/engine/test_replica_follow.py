@@ -78,7 +78,7 @@ def _changes(engine) -> list[int]:  # type: ignore[no-untyped-def]
 def _wait_for(engine, count: int) -> None:  # type: ignore[no-untyped-def]
     """Until the replica's index holds `count` memories and its follower has passed the newest change."""
     deadline = time.monotonic() + 10
-    while engine.index.count() != count or engine.follower.seq < engine.store.last_change():
+    while engine.index.count() != count or engine.follower.seq < engine.store.changes.last():
         assert time.monotonic() < deadline, f"the replica holds {engine.index.count()} of {count}"
         time.sleep(0.05)
     engine.follower.checkpoint()
@@ -93,7 +93,7 @@ def test_changes_every_live_replica_passed_are_pruned(make_engine, database):
     _wait_for(a, 6)
     assert len(_changes(a)) == 6
     b.follower.report()
-    assert a.follower.report() == 5 and _changes(a) == [a.store.last_change()]
+    assert a.follower.report() == 5 and _changes(a) == [a.store.changes.last()]
     assert a.follower.replica_id != b.follower.replica_id
     # b stops but reported of late: the changes after its mark stay for it, and it replays them.
     b.close()
@@ -111,7 +111,7 @@ def test_changes_every_live_replica_passed_are_pruned(make_engine, database):
     again.follower.report()
     _wait_for(a, 10)
     a.follower.report()
-    assert _changes(a) == [a.store.last_change()]
+    assert _changes(a) == [a.store.changes.last()]
 
 
 def test_a_replica_silent_past_the_lifetime_is_pruned_past_and_reindexes(make_engine, database):

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 
 from retrieval import MemoryStatus, Principal, RememberRequest, remember
 from retrieval.usecases import edit_memory, set_status
+from service.api_keys import KeyStore
 from service.cli import cli
-from service.keys import KeyStore
 from tests.support import fresh_database, pack_for
 
 ALICE = Principal(owner_id="alice", agent_id="a1")

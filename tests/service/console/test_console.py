@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from tests.support import in_process
+from tests.support import csrf_of, in_process, sign_in
 
 ADMIN = ("memory:read", "memory:write", "memory:admin")
 
@@ -15,16 +15,6 @@ ADMIN = ("memory:read", "memory:write", "memory:admin")
 def app(tmp_path):  # type: ignore[no-untyped-def]
     with in_process(tmp_path / "data") as running:
         yield running
-
-
-def sign_in(client, key: str):  # type: ignore[no-untyped-def]
-    form = client.get("/ui/login")
-    token = re.search(r'name="csrf" value="([^"]+)"', form.text).group(1)
-    return client.post("/ui/login", data={"api_key": key, "csrf": token}, follow_redirects=False)
-
-
-def csrf_of(page: str) -> str:
-    return re.search(r'name="csrf" value="([^"]+)"', page).group(1)  # type: ignore[union-attr]
 
 
 def test_docs_and_redoc_load_only_from_this_server(app):

@@ -10,8 +10,8 @@ from fastapi.testclient import TestClient
 from sqlalchemy import select
 
 from retrieval.storage import open_engine
+from service.api_keys import KeyStore
 from service.console.sessions import IDLE_SECONDS, TOUCH_SECONDS, SessionStore, console_sessions
-from service.keys import KeyStore
 from tests.support import csrf_of, in_process, sign_in
 
 ADMIN = ("memory:read", "memory:write", "memory:admin")

@@ -15,8 +15,8 @@ from pathlib import Path
 from fastapi.testclient import TestClient
 
 from retrieval import RetrievalSettings
+from service.api_keys import KeyStore
 from service.app import create_app
-from service.keys import KeyStore
 from service.settings import ServiceSettings
 from tests.support import ROOT, FakeEmbedder, sign_in
 

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.service.console.test_console import csrf_of, sign_in
-from tests.support import InProcess, in_process
+from tests.support import InProcess, csrf_of, in_process, sign_in
 
 
 @pytest.fixture

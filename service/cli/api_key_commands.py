@@ -6,7 +6,7 @@ import click
 
 from retrieval import ValidationError
 
-from ..keys import KeyStore
+from ..api_keys import KeyStore
 from .common import emit, settings_of
 
 __all__ = ["keys_group"]

@@ -173,7 +173,7 @@ print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))
 
 def test_the_readme_langgraph_agent_runs_on_the_store(server: RunningServer) -> None:
     """The README's example, as written there, run against the server: a graph node puts and searches."""
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
     example = readme.split("from langgraph.graph import")[1].split("```")[0]
     code = "from langgraph.graph import" + example.replace('"http://127.0.0.1:8420", api_key', "URL, KEY")
     scope: dict[str, object] = {"URL": server.url, "KEY": server.key("readme")}
@@ -190,7 +190,7 @@ def test_the_readme_langgraph_agent_runs_on_the_store(server: RunningServer) -> 
 
 def test_the_readme_mcp_snippet_runs(server: RunningServer) -> None:
     """The README's MCP client example, as written there, against the server."""
-    readme = (Path(__file__).parents[2] / "README.md").read_text()
+    readme = (Path(__file__).parents[3] / "README.md").read_text()
     code = "import asyncio" + readme.split("**Over MCP**")[1].split("```python\nimport asyncio", 1)[1].split("```")[0]
     code = code.replace('print(asyncio.run(main("http://127.0.0.1:8420", key)))', "TEXT = asyncio.run(main(URL, KEY))")
     scope: dict[str, object] = {"URL": server.url, "KEY": server.key("mcp-reader")}

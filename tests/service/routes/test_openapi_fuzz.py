@@ -50,7 +50,7 @@ def _fuzz(binary: str, url: str, key: str) -> subprocess.CompletedProcess[str]:
             "all",
             # DELETE /api/v1/memories/{id} archives (XMemo's soft delete): an archived memory stays
             # readable by id with status "archived", by design; `?hard=true` forgets, tested apart
-            # (tests/service/test_manage_api.py). A 200 after a DELETE is the documented answer.
+            # (tests/service/routes/test_manage_api.py). A 200 after a DELETE is the documented answer.
             "--exclude-checks",
             "use_after_free",
             "--max-examples",
