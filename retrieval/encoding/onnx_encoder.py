@@ -107,7 +107,7 @@ class OnnxEmbedder(BatchingEmbedder):
                         )
         return self._session, self._tokenizer
 
-    def _infer(self, texts: list[str], _single: bool) -> np.ndarray:
+    def _infer(self, texts: list[str], _queries: bool, _single: bool) -> np.ndarray:
         """Runs of similar token counts, so that padding costs little; results in the callers' order."""
         session, tokenizer = self._load()
         token_ids = [encoding.ids for encoding in tokenizer.encode_batch(texts)]
