@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from eval.bilingual import SUITE, evaluate_bilingual
+from eval.encoders import SUITE, evaluate_bilingual
 from retrieval import MemoryEngine, ModelMismatchError, RetrievalSettings
 from retrieval.encoding import E5_DIMENSION, USE_DIMENSION, E5Embedder, UseEmbedder, open_embedder
 

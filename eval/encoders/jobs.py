@@ -1,26 +1,10 @@
-"""The dense encoders side by side (docs/evaluation.md, "Encoders"): quality through the production path
-and the encoder's own speed and memory, one job per process so that each RSS is its own.
-
-    python -m eval.encoders minilm:locomo multilingual:locomo int8:scifact minilm:lme:28 multilingual:bilingual
-    python -m eval.encoders minilm:speed multilingual:speed int8:speed
-
-A job is `ENCODER:DATASET[:N]`: ENCODER is minilm (all-MiniLM-L6-v2, ONNX fp32), int8 (the same
-model, int8 ONNX) or multilingual (multilingual-e5-small, 4-bit); DATASET is locomo (hybrid and
-dense, per conversation, category 5 apart), scifact (N: the CI slice of N queries), lme (N: the
-first N questions whole), bilingual (tests/data/bilingual_suite.json, by direction) or speed (encode
-rate on LoCoMo turns, one-query latency, RSS of the loaded encoder) or batching (the ONNX encoder on
-short sentence units: padding and texts/s by batch size, as they come and in length groups).
-XMEMO_ENCODER_THREADS applies to every job. Each prints one JSON line and
-writes its report to .cache/xmemo/encoders/<job>.json. Run them one at a time (`nice -n 10`) on a
-shared machine; the ratios of jobs run in one sitting are the figures to read.
-"""
+"""The encoder jobs of `python -m eval.encoders` (the package's docstring says what each measures)."""
 
 from __future__ import annotations
 
 import json
 import resource
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -30,13 +14,13 @@ import psutil
 from retrieval import RetrievalSettings
 from retrieval.encoding import open_embedder
 
-from .ablations import per_conversation
+from ..ablations import per_conversation
+from ..datasets import SHARED_DATA, load_dataset, load_locomo, slice_dataset
+from ..longmemeval import evaluate_longmemeval
+from ..runner import evaluate
 from .bilingual import SUITE, evaluate_bilingual
-from .datasets import SHARED_DATA, load_dataset, load_locomo, slice_dataset
-from .longmemeval import evaluate_longmemeval
-from .runner import evaluate
 
-__all__ = ["ENCODERS", "measure_speed", "run"]
+__all__ = ["ENCODERS", "headline", "measure_batching", "measure_speed", "run"]
 
 # name -> RetrievalSettings overrides
 ENCODERS: dict[str, dict[str, Any]] = {
@@ -117,8 +101,8 @@ def measure_speed(settings: dict[str, Any], _n: int | None = None) -> dict[str, 
 def measure_batching(settings: dict[str, Any], _n: int | None = None) -> dict[str, Any]:
     """Sentence units of LoCoMo turns (short texts, what `dense_units` adds) in batches as they come and
     in `length_groups`, at several batch sizes: padding (padded tokens per real token) and texts/s."""
-    from retrieval.domain.sentences import SENTENCE_END
-    from retrieval.encoding.onnx_encoder import OnnxEmbedder, _run, length_groups
+    from retrieval.domain import SENTENCE_END
+    from retrieval.encoding import OnnxEmbedder, length_groups
 
     dataset = load_locomo(SHARED_DATA / "locomo" / "locomo-dev.json")
     units = [f"{d.speaker}: {s}" for d in dataset.docs for s in SENTENCE_END.split(d.text) if s.strip()]
@@ -126,10 +110,9 @@ def measure_batching(settings: dict[str, Any], _n: int | None = None) -> dict[st
     embedder = open_embedder(RetrievalSettings(**settings))
     if not isinstance(embedder, OnnxEmbedder):
         raise SystemExit("the batching job measures the ONNX encoder (minilm or int8)")
-    session, tokenizer = embedder._load()
-    token_ids = [e.ids for e in tokenizer.encode_batch(units)]
+    token_ids = embedder.tokenized(units)
     real = sum(len(ids) for ids in token_ids)
-    _run(session, token_ids[:8])  # warm
+    embedder.run_tokens(token_ids[:8])  # warm
     rows = []
     for size in BATCH_SIZES:
         orders = {
@@ -140,7 +123,7 @@ def measure_batching(settings: dict[str, Any], _n: int | None = None) -> dict[st
             padded = sum(len(g) * max(len(token_ids[i]) for i in g) for g in groups)
             started = time.perf_counter()
             for group in groups:
-                _run(session, [token_ids[i] for i in group])
+                embedder.run_tokens([token_ids[i] for i in group])
             elapsed = time.perf_counter() - started
             rows.append(
                 {
@@ -181,7 +164,7 @@ def run(job: str, out: Path = Path(".cache/xmemo/encoders")) -> dict[str, Any]:
     return report
 
 
-def _headline(report: dict[str, Any]) -> dict[str, Any]:
+def headline(report: dict[str, Any]) -> dict[str, Any]:
     if "strategies" not in report:  # speed and batching: small already
         return report
     keys = (
@@ -195,8 +178,3 @@ def _headline(report: dict[str, Any]) -> dict[str, Any]:
         "rows",
     )
     return {key: report[key] for key in keys if key in report} | {"timing": report.get("timing")}
-
-
-if __name__ == "__main__":
-    for job in sys.argv[1:]:
-        print(job, json.dumps(_headline(run(job))), flush=True)

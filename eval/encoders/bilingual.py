@@ -6,7 +6,7 @@ Chinese paraphrases of Chinese memories that share none of their words (`zh~zh`)
 one memory that answers it; the figure is how often that memory is in the top 3 (hit@3), by
 direction, for the hybrid ranking and the dense channel alone.
 
-    python -m eval.bilingual                 # both encoders, one line each
+    python -m eval.encoders.bilingual        # each encoder, one line each, with its misses
     python -m eval.encoders multilingual:bilingual
 """
 
@@ -17,13 +17,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .datasets import Dataset, Doc, Query
-from .metrics import recall_at_k
-from .runner import DEFAULT_CACHE, evaluate
+from ..datasets import Dataset, Doc, Query
+from ..metrics import recall_at_k
+from ..runner import DEFAULT_CACHE, evaluate
 
 __all__ = ["DIRECTIONS", "SUITE", "TOP", "evaluate_bilingual", "load_bilingual"]
 
-SUITE = Path(__file__).resolve().parents[1] / "tests" / "data" / "bilingual_suite.json"
+SUITE = Path(__file__).resolve().parents[2] / "tests" / "data" / "bilingual_suite.json"
 DIRECTIONS = ("en->zh", "zh->en", "zh~zh")
 TOP = 3
 _OWNER = "bilingual"
@@ -64,8 +64,6 @@ def evaluate_bilingual(
 
 
 if __name__ == "__main__":
-    from .encoders import ENCODERS
-
-    for name in sys.argv[1:] or ["minilm", "multilingual"]:
-        found = evaluate_bilingual(SUITE, ENCODERS[name])
+    for name in sys.argv[1:] or ["minilm", "multilingual", "multilingual-e5"]:  # XMEMO_ENCODER values
+        found = evaluate_bilingual(SUITE, {"encoder": name})
         print(name, json.dumps(found["by_direction"]), json.dumps(found["misses"]), flush=True)
