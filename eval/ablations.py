@@ -14,12 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .datasets import SHARED_DATA, load_dataset
+from .datasets import SHARED_DATA, Dataset, load_dataset
 from .longmemeval import evaluate_longmemeval
 from .metrics import recall_at_k
 from .runner import evaluate
 
-__all__ = ["CONFIGURATIONS", "run"]
+__all__ = ["CONFIGURATIONS", "per_conversation", "run"]
 
 _OFF = {"speaker_prior": False, "date_window": False}
 # name -> (RetrievalSettings overrides, hybrid_retrieve switches); B (speaker and month in BM25) is in all.
@@ -33,10 +33,8 @@ CONFIGURATIONS: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
 }
 
 
-def _locomo(settings: dict[str, Any], switches: dict[str, Any]) -> dict[str, Any]:
-    dataset = load_dataset("locomo", SHARED_DATA)
-    report = evaluate(dataset, ["hybrid"], (5, 10), settings=settings, retrieve=switches)
-    runs = report.pop("runs")["hybrid"]
+def per_conversation(dataset: Dataset, runs: dict[str, list[tuple[str, float]]]) -> dict[str, dict[str, float]]:
+    """Recall@5 and @10 of one strategy's runs by conversation, category 5 apart."""
     per: dict[str, list[tuple[float, float]]] = {}
     for query in dataset.queries:
         if query.relevant:
@@ -45,13 +43,19 @@ def _locomo(settings: dict[str, Any], switches: dict[str, Any]) -> dict[str, Any
             per.setdefault(key, []).append(
                 (recall_at_k(ranking, query.relevant, 5), recall_at_k(ranking, query.relevant, 10))
             )
-    report["per_conversation"] = {
+    return {
         key: {
             "recall@5": round(sum(a for a, _ in rows) / len(rows), 4),
             "recall@10": round(sum(b for _, b in rows) / len(rows), 4),
         }
         for key, rows in sorted(per.items())
     }
+
+
+def _locomo(settings: dict[str, Any], switches: dict[str, Any]) -> dict[str, Any]:
+    dataset = load_dataset("locomo", SHARED_DATA)
+    report = evaluate(dataset, ["hybrid"], (5, 10), settings=settings, retrieve=switches)
+    report["per_conversation"] = per_conversation(dataset, report.pop("runs")["hybrid"])
     return report
 
 

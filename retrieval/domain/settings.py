@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["DATABASE_SCHEMES", "RetrievalSettings", "available_cpus", "default_model_path"]
@@ -48,7 +48,15 @@ class RetrievalSettings(BaseSettings):
     qdrant_url: str | None = Field(default=None, validation_alias="QDRANT_URL")
     qdrant_api_key: str | None = Field(default=None, validation_alias="QDRANT_API_KEY")
     qdrant_collection: str = "xmemo_memories"
-    embedding_model: str = Field(default="", description="local sentence-transformers directory")
+    encoder: Literal["minilm", "multilingual", "multilingual-e5"] = Field(
+        default="minilm",
+        validation_alias=AliasChoices("XMEMO_ENCODER", "encoder"),
+        description="the dense model: minilm is all-MiniLM-L6-v2 (English); multilingual is the Universal "
+        "Sentence Encoder Multilingual v3 (16 languages, the `multilingual` extra), which finds a memory across "
+        "Chinese and English; multilingual-e5 is multilingual-e5-small, 4-bit (the `multilingual-e5` extra). "
+        "A store keeps the model it was embedded with until `xmemo reindex` (docs/evaluation.md#encoders)",
+    )
+    embedding_model: str = Field(default="", description="local sentence-transformers directory (minilm)")
     embedding_backend: Literal["auto", "torch", "onnx", "onnx-int8"] = Field(
         default="auto",
         description="what runs the model: ONNX Runtime on a local export of it, or PyTorch; auto is ONNX for "
@@ -105,6 +113,11 @@ class RetrievalSettings(BaseSettings):
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> RetrievalSettings:
+        if self.encoder != "minilm" and (self.embedding_model or self.embedding_backend != "auto"):
+            raise ValueError(
+                "XMEMO_EMBEDDING_MODEL and XMEMO_EMBEDDING_BACKEND choose how minilm runs; the multilingual "
+                "encoder runs on its own engine: leave them unset"
+            )
         if not self.embedding_model:
             self.embedding_model = default_model_path()
         if self.qdrant_url == "":

@@ -1,10 +1,11 @@
-"""Turning text into vectors: the `Embedder` port, the batching base, the ONNX and torch encoders, the
+"""Turning text into vectors: the `Embedder` port, the batching base, the ONNX, torch and multilingual encoders, the
 embedding cache, the factory that picks an encoder, and the BM25 sparse encoder."""
 
 from .base import Embedder, completed, declared_dimension, model_label
 from .batching import BatchingEmbedder, InferenceBatcher
 from .cache import CachedEmbedder, EmbeddingCache
 from .factory import open_embedder
+from .multilingual_encoder import E5_DIMENSION, E5_MODEL, USE_DIMENSION, USE_MODEL, E5Embedder, UseEmbedder
 from .onnx_encoder import MAX_PADDING, OnnxEmbedder, exportable, exported_model, length_groups
 from .sparse import BM25_AVG_LEN, BM25_B, BM25_K1, SparseEncoder, SparseVector, identifier_terms
 from .torch_encoder import SentenceTransformerEmbedder, load_sentence_transformer, mean_pooled
@@ -13,9 +14,14 @@ __all__ = [
     "BM25_AVG_LEN",
     "BM25_B",
     "BM25_K1",
+    "E5_DIMENSION",
+    "E5_MODEL",
     "MAX_PADDING",
+    "USE_DIMENSION",
+    "USE_MODEL",
     "BatchingEmbedder",
     "CachedEmbedder",
+    "E5Embedder",
     "Embedder",
     "EmbeddingCache",
     "InferenceBatcher",
@@ -23,6 +29,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "SparseEncoder",
     "SparseVector",
+    "UseEmbedder",
     "completed",
     "declared_dimension",
     "exportable",

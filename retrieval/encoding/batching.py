@@ -39,7 +39,7 @@ class InferenceBatcher:
     # loaded server's recall p50 2x-3x; smaller ones cut the writes' throughput (measured there).
     DOCUMENT_BATCH_TEXTS = 8
 
-    def __init__(self, run: Callable[[list[str], bool], np.ndarray]) -> None:
+    def __init__(self, run: Callable[[list[str], bool, bool], np.ndarray]) -> None:
         self._run = run
         self._queries: deque[_Job] = deque()
         self._documents: deque[_Job] = deque()
@@ -75,7 +75,8 @@ class InferenceBatcher:
 
     def _next_batch(self) -> list[_Job]:
         """The jobs of the next batch: from one lane, in turn when both wait, up to the lane's number of
-        texts (a larger job goes alone)."""
+        texts (a larger job goes alone). A batch never mixes the lanes: every job of it is single
+        (queries) or none is (documents)."""
         with self._waiting:
             while not self._queries and not self._documents:
                 self._waiting.wait()
@@ -98,7 +99,8 @@ class InferenceBatcher:
                 continue
             texts = [text for job in jobs for text in job[0]]
             try:
-                vectors = self._run(texts, len(jobs) == 1 and jobs[0][1])
+                queries = jobs[0][1]
+                vectors = self._run(texts, queries, queries and len(jobs) == 1)
                 if len(vectors) != len(texts):
                     raise RuntimeError(f"the model gave {len(vectors)} vectors for {len(texts)} texts")
                 start = 0
@@ -143,6 +145,7 @@ class BatchingEmbedder(ABC):
         return self._batcher.embed(texts, self.dimension)
 
     @abstractmethod
-    def _infer(self, texts: list[str], single: bool) -> np.ndarray:
-        """Vectors of `texts` in their order; `single` marks one query alone (a model may take a
-        faster path for a lone unpadded text)."""
+    def _infer(self, texts: list[str], queries: bool, single: bool) -> np.ndarray:
+        """Vectors of `texts` in their order; `queries` marks a batch of queries (a model trained
+        with a query prefix adds it), `single` one query alone (a model may take a faster path for a
+        lone unpadded text)."""

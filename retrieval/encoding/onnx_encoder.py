@@ -107,14 +107,22 @@ class OnnxEmbedder(BatchingEmbedder):
                         )
         return self._session, self._tokenizer
 
-    def _infer(self, texts: list[str], _single: bool) -> np.ndarray:
+    def _infer(self, texts: list[str], _queries: bool, _single: bool) -> np.ndarray:
         """Runs of similar token counts, so that padding costs little; results in the callers' order."""
-        session, tokenizer = self._load()
-        token_ids = [encoding.ids for encoding in tokenizer.encode_batch(texts)]
+        token_ids = self.tokenized(texts)
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         for chosen in length_groups([len(ids) for ids in token_ids], self.batch_size):
-            out[chosen] = _run(session, [token_ids[i] for i in chosen])
+            out[chosen] = self.run_tokens([token_ids[i] for i in chosen])
         return out
+
+    def tokenized(self, texts: Sequence[str]) -> list[list[int]]:
+        """The model's token ids of each text, truncated to its sequence length, unpadded."""
+        return [encoding.ids for encoding in self._load()[1].encode_batch(list(texts))]
+
+    def run_tokens(self, token_ids: Sequence[Sequence[int]]) -> np.ndarray:
+        """One forward pass over tokenised texts, padded to the longest, on the calling thread (the
+        batching benchmark times batch shapes with it; callers of the model go through `embed`)."""
+        return _run(self._load()[0], token_ids)
 
 
 # A run costs about the same per token, padding included (measured here on one thread: 150-215

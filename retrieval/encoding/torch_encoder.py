@@ -52,7 +52,7 @@ class SentenceTransformerEmbedder(BatchingEmbedder):
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(getter())
 
-    def _infer(self, texts: list[str], single: bool) -> np.ndarray:
+    def _infer(self, texts: list[str], _queries: bool, single: bool) -> np.ndarray:
         if single and len(texts) == 1:
             return self._traced([texts[0]])
         return self._encode(texts)

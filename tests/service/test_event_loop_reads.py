@@ -46,11 +46,13 @@ class _Model:
 
     def __init__(self) -> None:
         self.batches: list[list[str]] = []
+        self.lanes: list[bool] = []  # whether each batch was marked as queries
         self.running = threading.Event()
         self.release = threading.Event()
 
-    def __call__(self, texts: list[str], _single: bool) -> np.ndarray:
+    def __call__(self, texts: list[str], queries: bool, _single: bool) -> np.ndarray:
         self.batches.append(list(texts))
+        self.lanes.append(queries)
         self.running.set()
         assert self.release.wait(60)
         return np.array([[float(len(text)), 1.0] for text in texts], dtype=np.float32)
@@ -96,6 +98,7 @@ def test_a_query_waits_for_at_most_one_batch_of_documents_and_documents_still_ge
     ]
     # the queries queued after notes go first; then the notes, all in one batch
     assert model.batches == [["note 0"], ["query 1", "query 2"], ["note 1", "note 1b", "note 2"]]
+    assert model.lanes == [False, True, False]  # a model with a query prefix knows which batch is which
 
     model = _Model()
     batcher = InferenceBatcher(model)
