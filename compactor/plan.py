@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from retrieval import Memory, MemoryStatus, MemoryType
-from retrieval.domain import format_time, normalise, text_sha256
+from retrieval.domain import format_time, lexical_units, normalise, script_of, shared_fraction, text_sha256
 
 from .clustering import cluster_vectors
 from .lifecycle import (
@@ -35,7 +35,6 @@ from .lifecycle import (
 from .options import ReflectOptions
 from .settings import ReflectSettings
 from .summarizer import ClusterView, Summarizer, heading_for
-from .writing_systems import lexical_units, script_of, shared_fraction
 
 __all__ = [
     "CARRIED_KEY",

@@ -18,7 +18,7 @@ class ReflectSettings(BaseSettings):
     # least 1 - cluster_max_distance similar (0.4 with all-MiniLM-L6-v2; measured in docs/reflect.md).
     cluster_max_distance: float = Field(default=0.6, gt=0.0, lt=2.0)
     min_cluster_size: int = Field(default=3, ge=2, le=1000)
-    # Scripts the embedding model places by meaning (compactor/writing_systems.py names them). Memories in any
+    # Scripts the embedding model places by meaning (retrieval/domain/writing_systems.py names them). Memories in any
     # other script cluster only when every two of them also share this Jaccard fraction of their words
     # (character pairs for Han, Kana, Hangul). A multilingual model may list more, e.g. '["Latin","Han"]'.
     embedded_scripts: tuple[str, ...] = ("Latin",)

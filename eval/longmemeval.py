@@ -45,7 +45,7 @@ from retrieval.encoding import Embedder
 from retrieval.usecases import CANDIDATE_DEPTH, hybrid_retrieve
 
 from .datasets import Dataset, Doc, Query
-from .metrics import ndcg_at_k
+from .metrics import HALVES, half_of, ndcg_at_k
 from .runner import DEFAULT_CACHE, import_dataset
 
 __all__ = ["PACK_ITEMS", "PACK_TOKENS", "evaluate_longmemeval", "question_scores"]
@@ -84,6 +84,10 @@ def _mean(rows: Sequence[dict[str, float]]) -> dict[str, float]:
 def _by_type(scores: dict[str, dict[str, float]], queries: Sequence[Query]) -> dict[str, dict[str, float]]:
     kinds = sorted({q.kind or "" for q in queries})
     return {kind: _mean([scores[q.id] for q in queries if (q.kind or "") == kind]) for kind in kinds}
+
+
+def _halves(scores: dict[str, dict[str, float]], queries: Sequence[Query]) -> dict[str, dict[str, float]]:
+    return {h: _mean([scores[q.id] for q in queries if half_of(q.id) == h]) for h in HALVES}
 
 
 def _pack_scores(engine: MemoryEngine, query: Query, back: dict[str, str]) -> dict[str, float]:
@@ -156,8 +160,10 @@ def evaluate_longmemeval(
         "queries": len(queries),
         "strategies": {s: _mean(list(scores[s].values())) for s in strategies},
         "by_type": {s: _by_type(scores[s], queries) for s in strategies},
+        "halves": {s: _halves(scores[s], queries) for s in strategies},
         "pack": {"max_items": PACK_ITEMS, "max_tokens": PACK_TOKENS, **_mean(list(pack.values()))},
         "pack_by_type": _by_type(pack, queries),
+        "pack_halves": _halves(pack, queries),
         "timing": {
             "import_s": round(import_seconds, 2),
             "queries_s": {s: round(v, 2) for s, v in query_seconds.items()},

@@ -7,11 +7,20 @@ documents found in the top k; MRR@k the reciprocal rank of the first relevant on
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["mrr_at_k", "ndcg_at_k", "recall_at_k", "write_trec_run"]
+__all__ = ["HALVES", "half_of", "mrr_at_k", "ndcg_at_k", "recall_at_k", "write_trec_run"]
+
+HALVES = ("a", "b")
+
+
+def half_of(query_id: str) -> str:
+    """The half of the questions `query_id` falls in, "a" or "b", fixed by a hash of the id: a change is
+    chosen on one half and reported on the other, so that a gain tuned to the questions shows."""
+    return HALVES[hashlib.sha256(query_id.encode()).digest()[0] & 1]
 
 
 def ndcg_at_k(ranking: Sequence[str], relevant: Mapping[str, int], k: int) -> float:

@@ -39,6 +39,29 @@ def check_floors(report: dict[str, Any], expected_path: Path = EXPECTED_SCORES) 
     return checks
 
 
+# A report's parts: each strategy's scores over a part of the questions.
+_PARTS = (
+    ("by_type", "question type"),
+    ("by_category", "category"),
+    ("by_conversation", "conversation"),
+    ("halves", "half of the questions (a: choose on it, b: report it)"),
+)
+
+
+def _part_table(title: str, parts: dict[str, dict[str, float]], metrics: list[str]) -> list[str]:
+    lines = [
+        "",
+        f"{title}:",
+        "",
+        "| part | queries | " + " | ".join(metrics) + " |",
+        "|---|---|" + "---|" * len(metrics),
+    ]
+    for part, scores in parts.items():
+        row = " | ".join(f"{scores.get(m, 0.0):.4f}" for m in metrics)
+        lines.append(f"| {part} | {int(scores['queries'])} | {row} |")
+    return lines
+
+
 def _markdown(report: dict[str, Any]) -> str:
     strategies = report["strategies"]
     metrics = [m for m in next(iter(strategies.values())) if m != "queries"]
@@ -62,12 +85,9 @@ def _markdown(report: dict[str, Any]) -> str:
             f"| {n} | {s.get('recall@5', 0):.4f} | {s.get('recall@10', 0):.4f} |"
             for n, s in report["category_5"].items()
         ]
-    for name, kinds in report.get("by_type", {}).items():
-        lines += ["", f"{name} by question type:", "", "| type | queries | " + " | ".join(metrics) + " |"]
-        lines.append("|---|---|" + "---|" * len(metrics))
-        for kind, scores in kinds.items():
-            row = " | ".join(f"{scores[m]:.4f}" for m in metrics)
-            lines.append(f"| {kind} | {int(scores['queries'])} | {row} |")
+    for key, title in _PARTS:
+        for name, parts in report.get(key, {}).items():
+            lines += _part_table(f"{name} by {title}", parts, metrics)
     if "pack" in report:
         pack = report["pack"]
         used = pack.get("mean_used_tokens", pack.get("used_tokens"))

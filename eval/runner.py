@@ -33,8 +33,8 @@ from retrieval import (
 )
 from retrieval.usecases import CANDIDATE_DEPTH, hybrid_retrieve
 
-from .datasets import Dataset
-from .metrics import mrr_at_k, ndcg_at_k, recall_at_k
+from .datasets import Dataset, Query
+from .metrics import HALVES, half_of, mrr_at_k, ndcg_at_k, recall_at_k
 
 __all__ = ["DEFAULT_CACHE", "STRATEGIES", "evaluate", "import_dataset"]
 
@@ -76,7 +76,13 @@ def _score(
     rankings: dict[str, list[str]], dataset: Dataset, ks: Sequence[int], categories: set[int] | None
 ) -> dict[str, float]:
     queries = [q for q in dataset.queries if q.relevant and (categories is None or q.category in categories)]
+    return _score_of(rankings, queries, ks)
+
+
+def _score_of(rankings: dict[str, list[str]], queries: Sequence[Query], ks: Sequence[int]) -> dict[str, float]:
     scores: dict[str, float] = {"queries": float(len(queries))}
+    if not queries:
+        return scores
     for k in ks:
         scores[f"ndcg@{k}"] = sum(ndcg_at_k(rankings[q.id], q.relevant, k) for q in queries) / len(queries)
         scores[f"recall@{k}"] = sum(recall_at_k(rankings[q.id], q.relevant, k) for q in queries) / len(queries)
@@ -124,6 +130,7 @@ def evaluate(
             if dataset.kind == "locomo":
                 report["strategies"] = {s: _score(rankings[s], dataset, ks, {1, 2, 3, 4}) for s in strategies}
                 report["category_5"] = {s: _score(rankings[s], dataset, ks, {5}) for s in strategies}
+                report.update(_locomo_parts(rankings, dataset, ks))
                 report["pack"] = _pack_at_floor(engine, dataset, back, None)
             else:
                 report["strategies"] = {s: _score(rankings[s], dataset, ks, None) for s in strategies}
@@ -137,6 +144,28 @@ def evaluate(
     report["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 1)
     report["runs"] = runs
     return report
+
+
+def _locomo_parts(rankings: dict[str, dict[str, list[str]]], dataset: Dataset, ks: Sequence[int]) -> dict[str, Any]:
+    """LoCoMo's scores by category (1-5), by conversation and by half of the questions (categories 1-4),
+    so that a change shows where it helps and whether it holds on the half it was not chosen on."""
+    judged = [q for q in dataset.queries if q.relevant]
+    headline = [q for q in judged if q.category in (1, 2, 3, 4)]
+    conversations = sorted({q.group for q in headline})
+    return {
+        "by_category": {
+            s: {str(c): _score_of(r, [q for q in judged if q.category == c], ks) for c in range(1, 6)}
+            for s, r in rankings.items()
+        },
+        "by_conversation": {
+            s: {g: _score_of(r, [q for q in headline if q.group == g], ks) for g in conversations}
+            for s, r in rankings.items()
+        },
+        "halves": {
+            s: {h: _score_of(r, [q for q in headline if half_of(q.id) == h], ks) for h in HALVES}
+            for s, r in rankings.items()
+        },
+    }
 
 
 def _ranked_run(

@@ -21,7 +21,7 @@ from sqlalchemy import Column, Engine, Float, Index, MetaData, String, Table, Te
 from sqlalchemy.engine import Connection
 
 from retrieval import AuthenticationError, NotFoundError, PermissionDeniedError, Principal, ValidationError
-from retrieval.domain import ADMIN, READ, SCOPES, WRITE, format_time, utc_now
+from retrieval.domain import ADMIN, READ, SCOPES, WRITE, check_field, format_time, utc_now
 from retrieval.storage import Migration, map_sql_faults, migrate, open_engine, private_file, secure_data_dir
 
 __all__ = ["IssuedKey", "KeyStore", "manages"]
@@ -165,19 +165,21 @@ class KeyStore:
         scopes: tuple[str, ...] = (READ, WRITE),
         by: Principal | None = None,
     ) -> IssuedKey:
-        """Issue a key; `by` is the admin asking (None: the operator), who may issue only what it manages."""
-        if not owner_id.strip():
-            raise ValidationError("owner must be a non-empty string")
+        """Issue a key; `by` is the admin asking (None: the operator), who may issue only what it manages.
+
+        Every label takes the rule the API applies to the same labels (check_field: at most MAX_LABEL_CHARS
+        characters, no control character; owner and teams not blank), so a key never names an owner, team
+        or project that a route would refuse (a 600-character owner could never be forgotten)."""
         unknown = set(scopes) - set(SCOPES)
         if unknown or not scopes:
             raise ValidationError(f"scopes must be a non-empty subset of {', '.join(SCOPES)}")
         principal = Principal(
-            owner_id=owner_id,
-            agent_id=agent_id or f"agent-{secrets.token_hex(3)}",
-            organization_id=organization_id,
-            workspace_id=workspace_id,
-            project_id=project_id,
-            team_ids=tuple(dict.fromkeys(team_ids)),
+            owner_id=check_field(owner_id, "owner", allow_empty=False),
+            agent_id=check_field(agent_id, "agent") or f"agent-{secrets.token_hex(3)}",
+            organization_id=check_field(organization_id, "organization"),
+            workspace_id=check_field(workspace_id, "workspace"),
+            project_id=check_field(project_id, "project") if project_id is not None else None,
+            team_ids=tuple(dict.fromkeys(check_field(team, "team", allow_empty=False) for team in team_ids)),
             scopes=frozenset(scopes),
         )
         if not manages(by, principal):

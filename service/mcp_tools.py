@@ -14,7 +14,7 @@ from typing import Annotated, Any, TypeVar
 from anyio import to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import WithJsonSchema
+from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
 
 from compactor import ReflectRequest, ReflectSettings, reflect, render_reflect_text
 from retrieval import (
@@ -45,6 +45,16 @@ __all__ = ["build_mcp"]
 # schema still tells clients the type.
 Integer = Annotated[Any, WithJsonSchema({"type": "integer"})]
 Number = Annotated[Any, WithJsonSchema({"type": "number"})]
+
+
+def _json_boolean(value: Any, info: ValidationInfo) -> Any:
+    """A JSON `true` or `false` alone, as REST's StrictBool takes: lax mode would read "yes" or 1 as true."""
+    if not isinstance(value, bool):
+        raise ValueError(f"{info.field_name} must be true or false (a JSON boolean), not {value!r}")
+    return value
+
+
+Boolean = Annotated[bool, BeforeValidator(_json_boolean)]
 
 Request = TypeVar("Request", bound=ReadRequest)
 Result = TypeVar("Result")
@@ -113,7 +123,7 @@ def _write_tools(server: MCPServer, tools: _Tools) -> None:
         team_id: str | None = None,
         importance: Number = 0.5,
         semantic_key: str | None = None,
-        dedupe: bool = False,
+        dedupe: Boolean = False,
         occurred_at: str | None = None,
         speaker: str | None = None,
         session_id: str | None = None,
@@ -198,7 +208,7 @@ def _reflect_tools(server: MCPServer, tools: _Tools) -> None:
     async def reflect_tool(
         ctx: Context,
         actions_csv: str = "summarize,promote,expire,decay,archive",
-        dry_run: bool = False,
+        dry_run: Boolean = False,
         time_window_hours: Number = 24.0,
         since: str = "",
         until: str = "",

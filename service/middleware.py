@@ -13,14 +13,16 @@ import uuid
 from collections import deque
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
+from urllib.parse import unquote
 
 from anyio import to_thread
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from retrieval import AuthenticationError, Principal, StoreError
-from retrieval.domain import MAX_LABEL_CHARS
+from retrieval import AuthenticationError, Principal, StoreError, ValidationError
+from retrieval.domain import check_field
 
 from .api_keys import KeyStore
+from .local_proof import CHALLENGE_HEADER, MAX_CHALLENGE, PROOF_HEADER, proof_of
 
 __all__ = ["PUBLIC_PATHS", "EdgeMiddleware", "Metrics", "bounded_body"]
 
@@ -30,7 +32,18 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-PUBLIC_PATHS = {"/healthz", "/readyz", "/metrics", "/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect"}
+# Probes an orchestrator sends every few seconds: their request lines are logged at debug, not info.
+PROBE_PATHS = frozenset({"/healthz", "/readyz"})
+PUBLIC_PATHS = {
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/docs",
+    "/redoc",
+    "/openapi.json",
+    "/docs/oauth2-redirect",
+    "/favicon.ico",
+}
 log = logging.getLogger("xmemo.requests")
 
 # Metric labels come from fixed sets, so that no request can add a series: 20,000 requests with
@@ -150,15 +163,11 @@ async def bounded_body(scope: Scope, receive: Receive, send: Send, limit: int) -
 
 # The header naming the owner a request with the data dir's local token acts as (the CLI beside a
 # running server, service/cli/remote.py): the operator at the command line, Principal.local(owner).
+# Its value is ASCII on the wire, the owner's UTF-8 percent-encoded (`bøb` is `b%C3%B8b`, a `%` is
+# `%25`): header bytes beyond ASCII have no agreed charset, and reading them as latin-1 made `bøb`
+# another owner, `bÃ¸b`.
 OWNER_HEADER = "x-xmemo-owner"
-
-
-def _local_owner(value: str) -> str | None:
-    """The owner a local-token request names, if it is a well-formed label."""
-    value = value.strip()
-    if not value or len(value) > MAX_LABEL_CHARS or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
-        return None
-    return value
+_BAD_ESCAPE = re.compile(r"%(?![0-9A-Fa-f]{2})")
 
 
 class _Refused(Exception):
@@ -167,6 +176,32 @@ class _Refused(Exception):
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
+
+
+def _local_owner(sent: list[bytes]) -> str:
+    """The owner a local-token request names: one X-XMemo-Owner header, percent-decoded UTF-8, a label
+    (domain/validation.py check_field, the rule of every label). None or two are 401 like the
+    Authorization header; a value that cannot be read is 422 naming the header, never a guess."""
+    if not sent:
+        raise _Refused(401, "unauthorized", "the data dir's local token needs the owner in X-XMemo-Owner")
+    if len(sent) > 1:  # never pick one of several owners
+        raise _Refused(401, "unauthorized", "more than one X-XMemo-Owner header")
+    try:
+        text = sent[0].decode("ascii")
+    except UnicodeDecodeError:
+        raise _Refused(
+            422, "validation_error", "X-XMemo-Owner must be ASCII: percent-encode the owner's UTF-8 (bøb is b%C3%B8b)"
+        ) from None
+    if _BAD_ESCAPE.search(text):
+        raise _Refused(422, "validation_error", "X-XMemo-Owner has a % that is not followed by two hex digits")
+    try:
+        owner = unquote(text, errors="strict")
+    except UnicodeDecodeError:
+        raise _Refused(422, "validation_error", "X-XMemo-Owner is not UTF-8 once percent-decoded") from None
+    try:
+        return check_field(owner.strip(), "X-XMemo-Owner", allow_empty=False)
+    except ValidationError as error:
+        raise _Refused(422, error.code, error.message) from error
 
 
 class EdgeMiddleware:
@@ -198,9 +233,12 @@ class EdgeMiddleware:
         headers = dict(raw_headers)
         state = scope.setdefault("state", {})
         state["authorization_headers"] = sum(1 for name, _ in raw_headers if name == "authorization")
+        state["owner_headers"] = [v for k, v in scope.get("headers", []) if k.lower() == OWNER_HEADER.encode()]
         request_id = request_id_of(headers.get("x-request-id"))
         state["audit_id"] = audit_id
         outcome: dict[str, Any] = {"status": 500}
+
+        proof = self._proof(scope["path"], headers.get(CHALLENGE_HEADER.lower()))
 
         async def send_with_ids(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -208,6 +246,8 @@ class EdgeMiddleware:
                 extra = [(b"x-xmemo-audit-id", audit_id.encode())]
                 if request_id is not None:
                     extra.append((b"x-request-id", request_id.encode("latin-1")))
+                if proof is not None:
+                    extra.append((PROOF_HEADER.lower().encode(), proof.encode()))
                 message["headers"] = [*message.get("headers", []), *extra]
             await send(message)
 
@@ -230,6 +270,12 @@ class EdgeMiddleware:
             await self._handle(scope, receive, headers, state, send_with_ids, reply)
         finally:
             self._observe(scope, state, outcome["status"], time.perf_counter() - started, audit_id, request_id)
+
+    def _proof(self, path: str, challenge: str | None) -> str | None:
+        """/healthz's answer to the CLI's challenge (service/local_proof.py), when this server has a local token."""
+        if path != "/healthz" or self.local_token is None or not challenge or len(challenge) > MAX_CHALLENGE:
+            return None
+        return proof_of(self.local_token, challenge)
 
     async def _handle(
         self,
@@ -284,10 +330,7 @@ class EdgeMiddleware:
             raise _Refused(401, "unauthorized", "missing bearer API key")
         secret = authorization[7:].strip()
         if self.local_token is not None and hmac.compare_digest(secret.encode(), self.local_token.encode()):
-            owner = _local_owner(headers.get(OWNER_HEADER, ""))
-            if owner is None:
-                raise _Refused(401, "unauthorized", "the data dir's local token needs the owner in X-XMemo-Owner")
-            return "local", Principal.local(owner)
+            return "local", Principal.local(_local_owner(state["owner_headers"]))
         try:
             if self.keys.in_process:
                 return self.keys.resolve(secret)
@@ -304,7 +347,11 @@ class EdgeMiddleware:
         self.metrics.requests.labels(method, route, str(status)).inc()
         self.metrics.latency.labels(method, route).observe(seconds)
         principal = state.get("principal")
-        log.info(
+        level = logging.DEBUG if scope["path"] in PROBE_PATHS else logging.INFO
+        if not log.isEnabledFor(level):
+            return
+        log.log(
+            level,
             json.dumps(
                 {
                     "event": "request",
@@ -319,5 +366,5 @@ class EdgeMiddleware:
                     "duration_ms": round(seconds * 1000, 2),
                     "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 }
-            )
+            ),
         )

@@ -23,6 +23,9 @@ class ServiceSettings(BaseSettings):
     # /metrics is open by default, like /healthz (docs/operations.md says why); set a token to make
     # it answer only `Authorization: Bearer <token>`, as Prometheus' `authorization` block sends.
     metrics_token: str | None = Field(default=None, min_length=16, description="bearer token for /metrics")
+    # The proxies whose X-Forwarded-For names the client (comma list of addresses, uvicorn's
+    # forwarded_allow_ips); none by default, so no local client can choose its sign-in address.
+    trusted_proxies: str = ""
     retrieval: RetrievalSettings = Field(default_factory=RetrievalSettings)
     # Rebuild the embedded index in another process as `remember` grows it (retrieval/engine/upkeep.py).
     index_upkeep: bool = True

@@ -164,17 +164,23 @@ class InProcess:
 
 @contextmanager
 def in_process(
-    data_dir: Path, backend: str = "edge", embedder: Embedder | None = None, **service: Any
+    data_dir: Path,
+    backend: str = "edge",
+    embedder: Embedder | None = None,
+    local_token: str | None = None,
+    **service: Any,
 ) -> Iterator[InProcess]:
     """The service on a data dir in this process, ready (the fake embedder unless one is given).
 
-    `service` takes ServiceSettings fields; `retrieval={...}` overrides retrieval settings."""
+    `service` takes ServiceSettings fields; `retrieval={...}` overrides retrieval settings; `local_token`
+    is the secret `xmemo serve` leaves in server.json for the CLI (service/cli/remote.py)."""
     retrieval = settings_for(data_dir, backend).model_copy(update=service.pop("retrieval", {}))
     settings = ServiceSettings(retrieval=retrieval, **service)
     engine = MemoryEngine(settings.retrieval, embedder=embedder or FakeEmbedder())
     keys = KeyStore.open(data_dir)
     try:
-        with TestClient(create_app(settings, engine=engine), base_url="http://127.0.0.1:8420") as client:
+        app = create_app(settings, engine=engine, local_token=local_token)
+        with TestClient(app, base_url="http://127.0.0.1:8420") as client:
             for _ in range(1200):  # warm-up runs in the background; a bounded wait, not a timing assertion
                 if client.get("/readyz").status_code == 200:
                     break

@@ -1,7 +1,7 @@
 """The domain: the memory record, the caller, errors, bounds and checks, authorization, the path filter,
 the text a memory is embedded and indexed with, and settings. Imports nothing else of ours."""
 
-from .authorization import act_for_owner, member_team, require
+from .authorization import act_for_owner, member_team, reaches_every_owner, require
 from .errors import (
     AuthenticationError,
     ConflictError,
@@ -81,6 +81,7 @@ from .validation import (
     memory_type_or_auto,
     optional_time,
 )
+from .writing_systems import NO_SCRIPT, lexical_units, script_of, shared_fraction
 
 __all__ = [
     "ADMIN",
@@ -105,6 +106,7 @@ __all__ = [
     "MAX_SEARCH_LIMIT",
     "MAX_UNITS",
     "MAX_WILDCARDS",
+    "NO_SCRIPT",
     "READ",
     "SCOPES",
     "SENTENCE_END",
@@ -151,6 +153,7 @@ __all__ = [
     "holds_nul",
     "is_blank",
     "key_sentence",
+    "lexical_units",
     "member_team",
     "memory_digest",
     "memory_type_or_auto",
@@ -158,9 +161,12 @@ __all__ = [
     "optional_time",
     "parse_time",
     "path_pattern",
+    "reaches_every_owner",
     "require",
+    "script_of",
     "sentences_of",
     "session_context",
+    "shared_fraction",
     "spoken",
     "tenant_digest",
     "tenant_of",

@@ -118,7 +118,9 @@ class RetrievalSettings(BaseSettings):
                 "XMEMO_EMBEDDING_MODEL and XMEMO_EMBEDDING_BACKEND choose how minilm runs; the multilingual "
                 "encoder runs on its own engine: leave them unset"
             )
-        if not self.embedding_model:
+        # Only minilm runs from a model directory; the multilingual encoders' field stays empty, so
+        # that the settings validate again unchanged (ServiceSettings re-checks the ones it is given).
+        if self.encoder == "minilm" and not self.embedding_model:
             self.embedding_model = default_model_path()
         if self.qdrant_url == "":
             self.qdrant_url = None
@@ -153,6 +155,12 @@ class RetrievalSettings(BaseSettings):
             return self.index_search_threads
         cpus = available_cpus()
         return cpus if cpus <= 2 else cpus - 1
+
+    @property
+    def encoder_crosses_scripts(self) -> bool:
+        """Whether the encoder maps languages into one space (the multilingual ones): then a memory in
+        another writing system than the query is scored by meaning alone (ranking/fusion.py)."""
+        return self.encoder != "minilm"
 
     @property
     def sql_path(self) -> Path:

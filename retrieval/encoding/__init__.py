@@ -2,7 +2,7 @@
 embedding cache, the factory that picks an encoder, and the BM25 sparse encoder."""
 
 from .base import Embedder, completed, declared_dimension, model_label
-from .batching import BatchingEmbedder, InferenceBatcher
+from .batching import BatchingEmbedder, BatchRecord, InferenceBatcher
 from .cache import CachedEmbedder, EmbeddingCache
 from .factory import open_embedder
 from .multilingual_encoder import E5_DIMENSION, E5_MODEL, USE_DIMENSION, USE_MODEL, E5Embedder, UseEmbedder
@@ -19,6 +19,7 @@ __all__ = [
     "MAX_PADDING",
     "USE_DIMENSION",
     "USE_MODEL",
+    "BatchRecord",
     "BatchingEmbedder",
     "CachedEmbedder",
     "E5Embedder",

@@ -7,6 +7,7 @@ reads what any replica encoded, so a text is encoded once per tenant, not once p
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -23,6 +24,8 @@ from ..storage import embeddings, private_file
 from .base import Embedder, completed
 
 __all__ = ["CachedEmbedder", "EmbeddingCache"]
+
+log = logging.getLogger("xmemo.cache")
 
 _CHUNK = 500  # keys per statement, under SQLite's bound-parameter limit
 
@@ -54,6 +57,7 @@ class EmbeddingCache:
             connection = sqlite3.connect(self.path, timeout=30, check_same_thread=False)  # type: ignore[arg-type]
             connection.execute("PRAGMA journal_mode=WAL")
             connection.execute("PRAGMA synchronous=NORMAL")
+            connection.execute("PRAGMA secure_delete=ON")  # a forgotten vector leaves no free page behind
             self._local.connection = connection
         return connection
 
@@ -128,7 +132,9 @@ class EmbeddingCache:
             self.put_many(model, items)
 
     def delete_many(self, digests: Sequence[str]) -> None:
-        """Drop every model's vector of these keys (forget: nothing of the text stays behind)."""
+        """Drop every model's vector of these keys (forget: nothing of the text stays behind). The SQLite
+        file overwrites what it frees (secure_delete) and its write-ahead log is emptied, so that neither
+        keeps the deleted rows' bytes until the next automatic checkpoint."""
         for chunk in _chunks(digests):
             if self.engine is not None:
                 with self.engine.begin() as connection:
@@ -136,6 +142,10 @@ class EmbeddingCache:
                 continue
             with self._connection() as connection:
                 connection.executemany("DELETE FROM embeddings WHERE sha256 = ?", [(d,) for d in chunk])
+        if self.engine is None and digests:
+            busy = self._connection().execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+            if busy:
+                log.warning("the embedding cache's write-ahead log could not be emptied now; the next checkpoint does")
 
     def close(self) -> None:
         connection = getattr(self._local, "connection", None)

@@ -1,7 +1,8 @@
 """BM25 sparse vectors, computed in-process by Qdrant's own BM25 so both index backends agree.
 
-Documents carry term-frequency weights (k1, b, avg_len); the index applies IDF at query time
-(Robertson & Zaragoza 2009, "The Probabilistic Relevance Framework: BM25 and Beyond").
+Documents carry term-frequency weights (k1, b, avg_len); the index applies IDF at query time,
+counted over the spaces the search reads, never the whole index (index/base.py VectorIndex.search;
+Robertson & Zaragoza 2009, "The Probabilistic Relevance Framework: BM25 and Beyond").
 
 Words come from Qdrant's multilingual tokenizer: English is stemmed and stop words dropped as before,
 and Chinese and Japanese are segmented into words (the English tokenizer made a Chinese sentence two

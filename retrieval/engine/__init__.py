@@ -4,7 +4,7 @@ and the index upkeep of a long-running server."""
 from .memory_engine import INDEX_BATCH, LAYOUT_KEY, MemoryEngine, index_layout
 from .read_tracking import FLUSH_EVERY_READS, FLUSH_EVERY_SECONDS, ReadTracker
 from .replica import MARK_LIFETIME_SECONDS, POLL_SECONDS, ChangeFollower, FollowedEngine, HeldVersions
-from .upkeep import FRESH_FRACTION, MIN_FRESH, IndexUpkeep
+from .upkeep import FRESH_FRACTION, MIN_FRESH, IndexUpkeep, allocated_bytes
 
 __all__ = [
     "FLUSH_EVERY_READS",
@@ -21,5 +21,6 @@ __all__ = [
     "IndexUpkeep",
     "MemoryEngine",
     "ReadTracker",
+    "allocated_bytes",
     "index_layout",
 ]

@@ -31,7 +31,7 @@ from ..domain import (
 )
 from ..encoding import CachedEmbedder, Embedder, EmbeddingCache, SparseEncoder, open_embedder
 from ..index import EdgeIndex, IndexFilter, VectorIndex, open_index, remove_shards, shards_exist
-from ..ranking import TokenCounter, query_window, token_counter
+from ..ranking import TokenCounter, token_counter
 from ..storage import MODEL_KEYS, FreeSpace, MemoryStore, UnitOfWork, lock_data_dir, map_sql_faults, secure_data_dir
 from .feed import IndexFeed
 from .read_tracking import ReadTracker
@@ -233,8 +233,6 @@ class MemoryEngine:
             self.index.search(dense, self.sparse.query(query), IndexFilter(visibility=("owner:",)), 1, 1)
         with self.phases("load the token counter"):
             self.tokens.count(query)
-        with self.phases("load the date parser"):
-            query_window("what happened last Saturday", self.clock())
 
     def _abandon(self) -> None:
         """Close what a failed open had opened, newest first, and let the data dir go."""
@@ -264,7 +262,11 @@ class MemoryEngine:
         A Qdrant server optimizes its own collections."""
         if self.upkeep is None and isinstance(self.index, EdgeIndex):
             self.upkeep = IndexUpkeep(
-                lambda: self.index, self.settings, self.embedder.name, index_layout(self.settings)
+                lambda: self.index,
+                self.settings,
+                self.embedder.name,
+                index_layout(self.settings),
+                forgets_of=self.store.forget_count,
             )
             self.upkeep.start()
 
@@ -409,11 +411,14 @@ class MemoryEngine:
             self.index = open_index(self.settings, dimension)
             self.index.reset()
             mark = self.store.changes.last() if self.follows else 0
+            forgets = self.store.forget_count()  # every one of them is gone from the new index
             if not self.follows:
                 self.store.clear_indexed()
             total = self._sync_every_record(progress)
             self.index.flush()
             self.index.optimize()
+            if isinstance(self.index, EdgeIndex):  # so the upkeep does not rebuild for them again
+                IndexUpkeep.note_purged(self.index, forgets)
             self.store.set_metas(self._model_meta())
             self._record_layout()
             if self.follower is not None:  # follow on from before the rebuild (replaying is idempotent)

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ..domain import RetrievalSettings
-from ..encoding import CachedEmbedder, Embedder, EmbeddingCache, SparseEncoder, open_embedder
+from ..encoding import CachedEmbedder, Embedder, EmbeddingCache, SparseEncoder, completed, open_embedder
 from ..index import EdgeIndex
 from ..storage import FreeSpace, MemoryStore, open_engine
 from .feed import IndexFeed
@@ -89,7 +89,8 @@ class _ServersModel:
         return np.asarray(vectors[0], dtype=np.float32)
 
     def embed_query_later(self, text: str) -> Future[np.ndarray]:
-        raise NotImplementedError("a rebuild embeds no queries")
+        """A rebuild asks for no query; the Embedder contract is kept all the same, answered at once."""
+        return completed(self.embed_query(text))
 
 
 def build(settings: RetrievalSettings, target: Path, dimension: int, embedder_name: str, layout: str) -> int:

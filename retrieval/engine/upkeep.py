@@ -10,7 +10,9 @@ the new shard's open; readers take no lock, but the open holds the GIL (0.18 s a
 alone, up to 1.6 s beside a busy feed: docs/evaluation.md, "Index upkeep").
 
 A hard forget asks for a rebuild at once (`after_forget`): the deleted point leaves every search at the
-forget, and the disk once a generation built after it is installed (the old one is deleted).
+forget, and the disk once a generation built after it is installed (the old one is deleted). The forget
+is also counted in the record (UnitOfWork.count_forget), so a rebuild that died or was refused, a
+restart before it, and the other replicas of a PostgreSQL record, all rebuild their own index after it.
 """
 
 from __future__ import annotations
@@ -30,8 +32,9 @@ from typing import Any
 
 from ..domain import RetrievalSettings
 from ..index import EdgeIndex, VectorIndex
+from ..storage import replace_private
 
-__all__ = ["FRESH_FRACTION", "MIN_FRESH", "IndexUpkeep"]
+__all__ = ["FRESH_FRACTION", "MIN_FRESH", "IndexUpkeep", "allocated_bytes"]
 
 log = logging.getLogger("xmemo.upkeep")
 
@@ -47,10 +50,16 @@ RETRY_SECONDS = 300.0  # after a failed build
 # 1,000,000 notes in one process (docs/evaluation.md), so 5 ms a point leaves it more than twice that.
 TIMEOUT_BASE_SECONDS = 600.0
 TIMEOUT_SECONDS_PER_POINT = 0.005
+# Beside the generations: how many of the record's hard forgets the generation in use was built after.
+# Fewer than the record counts: a forget's payload (path, semantic_key, speaker) may still be in the
+# shard's files, so a rebuild is due, after a restart too, and on every replica of a shared record.
+PURGED_FILE = "index.purged"
 
 
-def _size(path: Path) -> int:
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+def allocated_bytes(path: Path) -> int:
+    """What the files under `path` take on the disk: their allocated blocks, not their apparent size
+    (Edge's files are sparse: 245 MiB apparent for 79 points)."""
+    return sum(f.stat().st_blocks * 512 for f in path.rglob("*") if f.is_file())
 
 
 class IndexUpkeep:
@@ -63,6 +72,7 @@ class IndexUpkeep:
         embedder_name: str,
         layout: str,
         check_seconds: float = CHECK_SECONDS,
+        forgets_of: Callable[[], int] | None = None,
     ) -> None:
         self.index_of = index_of  # the engine's index of the moment: a reindex replaces it
         self.settings = settings
@@ -74,6 +84,9 @@ class IndexUpkeep:
         self._wake = threading.Event()
         self._forgets = 0  # hard forgets so far, and how many of them an installed generation covers
         self._forgets_covered = 0
+        # the record's durable count of hard forgets (MemoryStore.forget_count), shared by every replica
+        # of a PostgreSQL record; PURGED_FILE beside the generations says how many the one in use covers
+        self.forgets_of = forgets_of
         self._retry_at = 0.0
         self._child_lock = threading.Lock()
         self._child: subprocess.Popen[str] | None = None
@@ -112,10 +125,26 @@ class IndexUpkeep:
         index = self.index_of()
         if not isinstance(index, EdgeIndex) or time.monotonic() < self._retry_at:
             return False
-        if self._forgets > self._forgets_covered:
+        if self._forgets > self._forgets_covered or self._durable_forgets() > self.purged(index):
             return True
         fresh = index.writes_since_build
         return fresh >= MIN_FRESH and fresh >= FRESH_FRACTION * index.count()
+
+    def _durable_forgets(self) -> int:
+        return self.forgets_of() if self.forgets_of is not None else 0
+
+    @staticmethod
+    def purged(index: EdgeIndex) -> int:
+        """How many of the record's hard forgets the generation in use was built after (0: none known)."""
+        try:
+            return int((index.path.parent / PURGED_FILE).read_text().strip() or 0)
+        except (OSError, ValueError):
+            return 0
+
+    @staticmethod
+    def note_purged(index: EdgeIndex, forgets: int) -> None:
+        """Say that the generation in use was built after `forgets` of the record's hard forgets."""
+        replace_private(index.path.parent / PURGED_FILE, f"{forgets}\n")
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -134,7 +163,7 @@ class IndexUpkeep:
     def _room_for(self, index: EdgeIndex) -> None:
         """A build writes a second shard, and its graph build a third copy for a while: refuse one that
         would eat into the disk reserve (a full disk under a mapped Edge file is SIGBUS)."""
-        needed = 2 * _size(index.path) + self.settings.disk_reserve_bytes
+        needed = 2 * allocated_bytes(index.path) + self.settings.disk_reserve_bytes
         free = shutil.disk_usage(self.settings.data_dir).free
         if free < needed:
             raise RuntimeError(f"{free} bytes free, a rebuild needs {needed}: the shard in use goes on serving")
@@ -147,7 +176,7 @@ class IndexUpkeep:
             return None
         self._room_for(index)
         began, began_at = time.monotonic(), time.time()
-        forgets = self._forgets
+        forgets, durable = self._forgets, self._durable_forgets()  # before the child reads the record
         target = index.begin_rebuild()
         installed = False
         try:
@@ -158,6 +187,8 @@ class IndexUpkeep:
                 index.abandon_rebuild(target)
         if report is not None:
             self._forgets_covered = max(self._forgets_covered, forgets)
+            if durable > self.purged(index):
+                self.note_purged(index, durable)
             self.builds.append(report)
             log.info(json.dumps({"event": "index_rebuilt", **report}))
         return report

@@ -24,7 +24,7 @@ from .edge import EdgeIndex, remove_shards, shards_exist
 from .factory import open_index
 
 if TYPE_CHECKING:
-    from .server import ServerIndex
+    from .server import ServerIndex, counts_idf_per_corpus
 
 __all__ = [
     "DENSE",
@@ -39,6 +39,7 @@ __all__ = [
     "IndexPoint",
     "ServerIndex",
     "VectorIndex",
+    "counts_idf_per_corpus",
     "open_index",
     "payload_for",
     "point_for",
@@ -48,8 +49,8 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    if name == "ServerIndex":
-        from .server import ServerIndex
+    if name in ("ServerIndex", "counts_idf_per_corpus"):
+        from . import server
 
-        return ServerIndex
+        return getattr(server, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,7 +9,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ..domain import Memory, MemoryStatus, ReadFilters
+from ..domain import Memory, MemoryStatus, ReadFilters, script_of
 from ..encoding import SparseVector
 
 __all__ = [
@@ -59,9 +59,11 @@ class IndexHit:
     importance: float = 0.5
     speaker: str | None = None
     semantic_key: str | None = None
+    script: str | None = None  # the writing system of the text (domain/writing_systems.py); None: not stored
+    session: str | None = None  # the memory's session_id ("" none; None: not stored)
 
 
-RANKING_FIELDS = ["occurred_ts", "importance", "speaker", "semantic_key"]
+RANKING_FIELDS = ["occurred_ts", "importance", "speaker", "semantic_key", "script", "session"]
 
 # Candidates a dense search keeps while it walks the HNSW graph (the engine's default is the result's
 # size, here the candidate depth): at 200,000 points that walk missed about 6 % of the true top 10,
@@ -124,6 +126,8 @@ def payload_for(memory: Memory) -> dict[str, Any]:
         "occurred_ts": datetime.fromisoformat(memory.occurred_at.replace("Z", "+00:00")).timestamp(),
         "speaker": memory.speaker,
         "semantic_key": memory.semantic_key or "",
+        "script": script_of(memory.content),
+        "session": memory.session_id or "",
     }
 
 
@@ -135,8 +139,8 @@ KEYWORD_FIELDS = ("owner_id", "visibility", "bucket", "scope", "path", "type", "
 
 
 class VectorIndex(Protocol):
-    """Dense (cosine, a multivector compared by MaxSim) plus BM25 sparse (IDF modifier) vectors with
-    filterable payloads."""
+    """Dense (cosine, a multivector compared by MaxSim) plus BM25 sparse (IDF modifier, counted over
+    the spaces a search reads) vectors with filterable payloads."""
 
     backend: str
 
@@ -154,7 +158,20 @@ class VectorIndex(Protocol):
         dense_limit: int,
         sparse_limit: int,
     ) -> tuple[list[IndexHit], list[IndexHit]]:
-        """Both channels at once: (dense hits, sparse hits), each best first."""
+        """Both channels at once: (dense hits, sparse hits), each best first.
+
+        A sparse hit's score is BM25 with its term statistics counted over the spaces searched
+        (`flt.visibility`: the owner's and its teams' points, every status, forgotten ones gone at
+        once), never over the whole index: counted over the shard, a tenant's score for "ALPHA-005"
+        dropped when another owner's memory held it (issue 36). For a query term t of weight q_t
+        (1 for each distinct term) and a point d,
+
+            score(d) = sum_t q_t * idf(t) * tf(t, d) * (k1 + 1) / (tf(t, d) + k1 * (1 - b + b * |d| / avgdl))
+            idf(t)   = ln(1 + (N - n_t + 0.5) / (n_t + 0.5))
+
+        where N is the number of points in those spaces, n_t those of them holding t, and k1, b and
+        avgdl the constants of encoding/sparse.py (the document vector holds the tf part).
+        """
         ...
 
     def dense_scores(self, dense: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
@@ -190,6 +207,8 @@ def hit_from(point_id: str, score: float, payload: dict[str, Any] | None) -> Ind
     payload = payload or {}
     speaker = payload.get("speaker")
     key = payload.get("semantic_key")
+    script = payload.get("script")
+    session = payload.get("session")
     return IndexHit(
         point_id,
         float(score),
@@ -197,4 +216,6 @@ def hit_from(point_id: str, score: float, payload: dict[str, Any] | None) -> Ind
         float(payload.get("importance", 0.5)),
         speaker if isinstance(speaker, str) else None,
         key if isinstance(key, str) else None,
+        script if isinstance(script, str) else None,
+        session if isinstance(session, str) else None,
     )

@@ -63,6 +63,16 @@ def _fresh_file(home: Path) -> Path:
     return home.with_name(home.name + ".fresh")
 
 
+def _builds_counts(home: Path) -> list[Path]:
+    """The counts a build child's own close left beside its generation (`index.3.fresh`): the server keeps
+    its count in `home`'s file alone, so these are never read and go once the build is over."""
+    found = []
+    for path in home.parent.glob(home.name + ".*.fresh"):
+        if path.name[len(home.name) + 1 : -len(".fresh")].isdigit():
+            found.append(path)
+    return found
+
+
 def _generations(home: Path) -> list[Path]:
     """Every generation directory of the shard at `home`, the first (`home` itself) included."""
     found = [home] if home.exists() else []
@@ -106,7 +116,8 @@ def remove_shards(home: Path) -> None:
     for path in _generations(home):
         shutil.rmtree(path, ignore_errors=True)
     _pointer(home).unlink(missing_ok=True)
-    _fresh_file(home).unlink(missing_ok=True)
+    for path in [_fresh_file(home), *_builds_counts(home)]:
+        path.unlink(missing_ok=True)
 
 
 class _Live:
@@ -144,8 +155,14 @@ def _condition_filter(flt: IndexFilter) -> qe.Filter:
     return qe.Filter(must=must)
 
 
+def _idf_corpus(flt: IndexFilter) -> qe.Filter:
+    """The points BM25's IDF is counted over: every point of the spaces searched (base.py VectorIndex.search)."""
+    return qe.Filter(must=[_one_of("visibility", flt.visibility)])
+
+
 class EdgeIndex:
-    """A Qdrant Edge shard with a named dense vector and a BM25 sparse vector (IDF at query time)."""
+    """A Qdrant Edge shard with a named dense vector and a BM25 sparse vector (IDF at query time, over
+    the searched spaces' points: base.py VectorIndex.search)."""
 
     backend = "edge"
 
@@ -311,6 +328,7 @@ class EdgeIndex:
                     limit=sparse_limit,
                     query=qe.Query.Nearest(query, using=SPARSE),
                     filter=condition,
+                    params=qe.SearchParams(idf=qe.IdfParams(corpus=_idf_corpus(flt))),
                     with_payload=RANKING_FIELDS,
                 )
             )
@@ -418,6 +436,7 @@ class EdgeIndex:
         with self._lock:
             self._journal = None
         shutil.rmtree(target, ignore_errors=True)
+        _fresh_file(target).unlink(missing_ok=True)
 
     def install(self, target: Path) -> int | None:
         """Open the shard built at `target`, replay the writes journaled since `begin_rebuild`, and make
@@ -445,6 +464,7 @@ class EdgeIndex:
                     shutil.rmtree(target, ignore_errors=True)
                     raise
             replace_private(_pointer(self.home), target.name + "\n")
+            _fresh_file(target).unlink(missing_ok=True)  # the child's count; the journal's is the one kept
             old, self._live = self._live, _Live(shard, target)
             self.writes_since_build = sum(points for _, _, points in journal)
             old.on_retired = self._retire
@@ -472,6 +492,8 @@ class EdgeIndex:
         for path in _generations(self.home):
             if path != self.path:
                 shutil.rmtree(path, ignore_errors=True)
+        for path in _builds_counts(self.home):
+            path.unlink(missing_ok=True)
 
     def reset(self) -> None:
         with self._lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
@@ -9,13 +10,14 @@ from typing import Any, TypeVar
 import numpy as np
 from qdrant_client import QdrantClient, models
 
+from ..domain import IndexUnavailableError
 from ..encoding import SparseVector
 from ..storage import map_server_faults
 from .base import DENSE, KEYWORD_FIELDS, RANKING_FIELDS, SEARCH_EF, SPARSE, IndexFilter, IndexHit, IndexPoint, hit_from
 
 T = TypeVar("T")
 
-__all__ = ["ServerIndex"]
+__all__ = ["IDF_CORPUS_SINCE", "ServerIndex", "counts_idf_per_corpus"]
 
 
 def _condition_filter(flt: IndexFilter) -> models.Filter:
@@ -31,8 +33,26 @@ def _condition_filter(flt: IndexFilter) -> models.Filter:
     return models.Filter(must=must)
 
 
+def _idf_corpus(flt: IndexFilter) -> models.Filter:
+    """The points BM25's IDF is counted over: every point of the spaces searched (base.py VectorIndex.search)."""
+    spaces = models.FieldCondition(key="visibility", match=models.MatchAny(any=list(flt.visibility)))
+    return models.Filter(must=[spaces])
+
+
+# The first Qdrant that counts a sparse search's IDF over a corpus filter (`params.idf`); an earlier
+# server ignores the field and counts it over the whole collection, every tenant's points with it.
+IDF_CORPUS_SINCE = (1, 19)
+
+
+def counts_idf_per_corpus(version: str) -> bool:
+    """Whether a Qdrant server of this version ("1.19.0", "v1.20.1-rc") honours `params.idf`."""
+    numbers = re.findall(r"\d+", version)
+    return len(numbers) >= 2 and (int(numbers[0]), int(numbers[1])) >= IDF_CORPUS_SINCE
+
+
 class ServerIndex:
-    """One collection with a named dense vector and a BM25 sparse vector with the IDF modifier.
+    """One collection with a named dense vector and a BM25 sparse vector with the IDF modifier, its
+    statistics counted over the spaces a search reads (Qdrant 1.19 or later; base.py VectorIndex.search).
 
     `location=":memory:"` or a `path` runs qdrant-client's local mode, which the tests use as the
     stand-in for a server (the same client code runs against both).
@@ -58,9 +78,20 @@ class ServerIndex:
         with map_server_faults(f"cannot reach Qdrant ({url or location or path})"):
             if url is not None:
                 self._client = QdrantClient(url=url, api_key=api_key, timeout=10)
+                self._require_idf_corpus(url)
             else:
                 self._client = QdrantClient(location=location, path=path)
             self._ensure_collection()
+
+    def _require_idf_corpus(self, url: str) -> None:
+        """Refuse a server that would count BM25's statistics over every tenant's points."""
+        version = self._client.info().version
+        if not counts_idf_per_corpus(version):
+            self._client.close()
+            raise IndexUnavailableError(
+                f"the Qdrant server at {url} is version {version}: it counts BM25's term statistics over "
+                "every tenant's memories. Upgrade it to Qdrant 1.19 or later."
+            )
 
     def _ensure_collection(self) -> None:
         if self._client.collection_exists(self.collection):
@@ -135,6 +166,7 @@ class ServerIndex:
                     using=SPARSE,
                     limit=sparse_limit,
                     filter=condition,
+                    params=models.SearchParams(idf=models.IdfCorpusParams(corpus=_idf_corpus(flt))),
                     with_payload=RANKING_FIELDS,
                 )
             )

@@ -10,6 +10,8 @@ from .priors import with_priors
 from .restatements import NEAR_DUPLICATE_COSINE, Collapsed, collapse_restatements
 from .semantic_keys import KEY_BOOST, may_name_keys, names_key, query_terms
 from .speakers import SPEAKER_PRIOR, Addressed, addressed_speaker
+from .spread import SESSION_DECAY, asks_several_events, spread_sessions
+from .time_led import TIME_LED_MAX_TERMS, QueryTime, lead_with_window, read_time
 from .tokens import ENCODING_NAME, TokenCounter, token_counter
 
 __all__ = [
@@ -21,7 +23,9 @@ __all__ = [
     "MIN_SHORTENED_TOKENS",
     "NEAR_DUPLICATE_COSINE",
     "RRF_K",
+    "SESSION_DECAY",
     "SPEAKER_PRIOR",
+    "TIME_LED_MAX_TERMS",
     "W_IMPORTANCE",
     "W_RECENCY",
     "Addressed",
@@ -31,22 +35,27 @@ __all__ = [
     "Pack",
     "PackCandidate",
     "PackedItem",
+    "QueryTime",
     "Ranked",
     "TimeWindow",
     "TokenCounter",
     "addressed_speaker",
+    "asks_several_events",
     "collapse_restatements",
     "fold_groups",
     "fuse_convex",
     "fuse_rrf",
     "group_candidate",
+    "lead_with_window",
     "may_name_keys",
     "names_key",
     "pack_context",
     "query_terms",
     "query_window",
     "rank_candidates",
+    "read_time",
     "recency",
+    "spread_sessions",
     "token_counter",
     "with_priors",
 ]

@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..domain import NO_SCRIPT
 from ..index import IndexHit
 
 __all__ = ["RRF_K", "FusedCandidate", "fuse_convex", "fuse_rrf"]
@@ -35,10 +36,13 @@ class FusedCandidate:
     importance: float = 0.5
     speaker: str | None = None
     semantic_key: str | None = None  # as IndexHit's: "" none, None not in the index's payload
+    script: str | None = None  # the memory's writing system, None where the payload does not hold it
+    session: str | None = None  # its session_id, "" none, None where the payload does not hold it
 
 
 def _channels(dense: Sequence[IndexHit], bm25: Sequence[IndexHit]) -> dict[str, list]:  # type: ignore[type-arg]
-    """id -> [dense rank, dense score, bm25 rank, bm25 score, occurred_ts, importance, speaker, key]."""
+    """id -> [dense rank, dense score, bm25 rank, bm25 score, occurred_ts, importance, speaker, key, script,
+    session]."""
     table: dict[str, list] = {}  # type: ignore[type-arg]
     for rank, hit in enumerate(dense, start=1):
         table.setdefault(hit.id, _row(hit))[0:2] = [rank, hit.score]
@@ -48,7 +52,18 @@ def _channels(dense: Sequence[IndexHit], bm25: Sequence[IndexHit]) -> dict[str, 
 
 
 def _row(hit: IndexHit) -> list:  # type: ignore[type-arg]
-    return [None, None, None, None, hit.occurred_ts, hit.importance, hit.speaker, hit.semantic_key]
+    return [
+        None,
+        None,
+        None,
+        None,
+        hit.occurred_ts,
+        hit.importance,
+        hit.speaker,
+        hit.semantic_key,
+        hit.script,
+        hit.session,
+    ]
 
 
 def _ranked(table: dict[str, list], scores: dict[str, float]) -> list[FusedCandidate]:  # type: ignore[type-arg]
@@ -76,11 +91,16 @@ def fuse_rrf(
     return _ranked(table, scores)
 
 
+def _other_script(script: str | None, across: str | None) -> bool:
+    return script is not None and across is not None and NO_SCRIPT not in (script, across) and script != across
+
+
 def fuse_convex(
     dense: Sequence[IndexHit],
     bm25: Sequence[IndexHit],
     alpha: float,
     dense_fill: Mapping[str, float] | None = None,
+    across: str | None = None,
 ) -> list[FusedCandidate]:
     """alpha * dense_norm + (1 - alpha) * bm25_norm over the union, best first.
 
@@ -89,6 +109,12 @@ def fuse_convex(
     `dense_fill` gives the exact cosine of candidates only BM25 found; without it they would score
     the dense minimum and a keyword-only hit could hardly win. A candidate only the dense channel
     found scores 0 in BM25, which is close: it ranked below BM25's cut.
+
+    `across` is the query's writing system when the dense channel maps languages into one space
+    (XMEMO_ENCODER=multilingual): a memory written in another script shares no word with the query,
+    so BM25 cannot vote on it at all, and its absence says nothing. Such a memory, when BM25 did not
+    find it, is scored by its dense part alone (the weights renormalised over the channel that can
+    vote) instead of losing the BM25 share to a channel that was never able to match it.
     """
     table = _channels(dense, bm25)
     for memory_id, cosine in (dense_fill or {}).items():
@@ -97,8 +123,11 @@ def fuse_convex(
     best_dense = max((hit.score for hit in dense), default=0.0)
     best_bm25 = max((hit.score for hit in bm25), default=0.0)
     scores = {}
-    for memory_id, (_, d_score, _, b_score, *_) in table.items():
+    for memory_id, (_, d_score, _, b_score, *_, script, _) in table.items():
         dense_part = (d_score + 1.0) / (best_dense + 1.0) if d_score is not None and best_dense > -1.0 else 0.0
         bm25_part = b_score / best_bm25 if b_score is not None and best_bm25 > 0 else 0.0
-        scores[memory_id] = alpha * dense_part + (1.0 - alpha) * bm25_part
+        if b_score is None and _other_script(script, across):
+            scores[memory_id] = dense_part
+        else:
+            scores[memory_id] = alpha * dense_part + (1.0 - alpha) * bm25_part
     return _ranked(table, scores)

@@ -22,10 +22,12 @@ from typing import IO
 from ..domain import StorageFullError, StoreError
 
 __all__ = [
+    "LOCK_FILE",
     "PRIVATE_DIR",
     "PRIVATE_FILE",
     "FreeSpace",
     "lock_data_dir",
+    "lock_holder",
     "private_file",
     "private_umask",
     "replace_private",
@@ -89,9 +91,13 @@ def replace_private(path: Path, text: str) -> None:
         os.close(directory)
 
 
+LOCK_FILE = "xmemo.lock"
+
+
 def lock_data_dir(data_dir: Path) -> IO[str]:
-    """Hold the data dir for this process (released when the returned file closes); StoreError if taken."""
-    handle = open(data_dir / "xmemo.lock", "a+")  # noqa: SIM115 (held open: closing it releases the lock)
+    """Hold the data dir for this process (released when the returned file closes); StoreError if taken.
+    The holder's pid is written into the lock file (`lock_holder` reads it)."""
+    handle = open(data_dir / LOCK_FILE, "a+")  # noqa: SIM115 (held open: closing it releases the lock)
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError as error:
@@ -104,6 +110,25 @@ def lock_data_dir(data_dir: Path) -> IO[str]:
     handle.write(str(os.getpid()))
     handle.flush()
     return handle
+
+
+def lock_holder(data_dir: Path) -> int | None:
+    """The pid of the process holding the data dir (`lock_data_dir`), None while no process holds it (or
+    the holder wrote no pid yet). Tried without waiting, and without keeping the lock."""
+    try:
+        handle = open(data_dir / LOCK_FILE, "a+")  # noqa: SIM115 (closed below)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            written = handle.read().strip()
+            return int(written) if written.isdigit() else None
+        return None  # taken here, so free (closing releases it)
+    finally:
+        handle.close()
 
 
 class FreeSpace:

@@ -36,7 +36,7 @@ from .listing import Listing, json_field
 from .migrations import migrate
 from .rows import chunks, find_active_by_key, memory_of_row, read_memory, read_versions, unique_violation
 from .schema import audit_log, insertion_order, memories, meta, read_questions
-from .unit_of_work import UnitOfWork
+from .unit_of_work import FORGETS_KEY, UnitOfWork
 
 #: The meta keys that name what a store was embedded with; always written together.
 MODEL_KEYS = ("embedding_model", "embedding_dimension", "sparse_model")
@@ -127,6 +127,10 @@ class MemoryStore:
     def get_meta(self, key: str) -> str | None:
         with self.sql_engine.connect() as connection:
             return connection.execute(select(meta.c.value).where(meta.c.key == key)).scalar()
+
+    def forget_count(self) -> int:
+        """How many hard forgets the record has taken (UnitOfWork.count_forget)."""
+        return int(self.get_meta(FORGETS_KEY) or 0)
 
     def get_metas(self, keys: Iterable[str]) -> dict[str, str]:
         """The stored values of `keys` (absent keys left out), read in one statement."""
@@ -299,6 +303,19 @@ class MemoryStore:
     def ids_matching(self, filters: ReadFilters) -> list[str]:
         with self.sql_engine.connect() as connection:
             return [row[0] for row in connection.execute(select(memories.c.id).where(_visibility(filters)))]
+
+    def occurred_in(self, filters: ReadFilters, since: str, until: str, limit: int) -> list[str]:
+        """Ids of the memories the filters admit that occurred in [since, until), newest first (at most
+        `limit`): a time-led question's candidates (ranking/time_led.py)."""
+        c = memories.c
+        with self.sql_engine.connect() as connection:
+            rows = connection.execute(
+                select(c.id)
+                .where(_visibility(filters), c.occurred_at >= since, c.occurred_at < until)
+                .order_by(c.occurred_at.desc(), c.id)
+                .limit(limit)
+            )
+            return [row[0] for row in rows]
 
     def recent(self, filters: ReadFilters, limit: int) -> list[Memory]:
         """Newest first by occurrence, then creation, then id."""

@@ -13,20 +13,21 @@ from dataclasses import replace
 from typing import Any
 
 import numpy as np
-from sqlalchemy import bindparam, delete, select, text, update
+from sqlalchemy import and_, bindparam, delete, or_, select, text, update
 from sqlalchemy.engine import Connection, Row
 
 from ..domain import ConflictError, Memory, MemoryStatus
 from .data_dir import FreeSpace
 from .rows import chunks, find_active_by_key, memory_of_row, read_memory, read_versions, stored_row, updated_row
-from .schema import audit_log, changes, memories, read_questions
+from .schema import audit_log, changes, memories, meta, read_questions
 
-__all__ = ["CHANGE_LOCK", "UnitOfWork"]
+__all__ = ["CHANGE_LOCK", "FORGETS_KEY", "UnitOfWork"]
 
 # The advisory lock a PostgreSQL transaction holds from appending its change rows until it commits:
 # change numbers are then handed out in commit order, so a replica that has read up to N has seen
 # every change numbered below N (see engine/replica.py).
 CHANGE_LOCK = 0x786D656D6F01
+FORGETS_KEY = "hard_forgets"  # meta: how many hard forgets the record has taken (count_forget)
 
 
 class UnitOfWork:
@@ -183,6 +184,28 @@ class UnitOfWork:
             )
         )
         return [memory_of_row(row) for row in rows]
+
+    def of_tenant_containing(self, owner_id: str, team_id: str | None, words: Sequence[str]) -> list[Memory]:
+        """The memories of one tenant (a team's, or an owner's personal ones) whose content holds any of
+        `words` (forget: which cache keys another memory still gives)."""
+        c = memories.c
+        tenant = c.team_id == team_id if team_id is not None else and_(c.owner_id == owner_id, c.team_id.is_(None))
+        found: dict[str, Memory] = {}
+        for chunk in chunks(list(words), 50):
+            matching = or_(*(c.content.contains(word, autoescape=True) for word in chunk))
+            for row in self.connection.execute(select(memories).where(tenant, matching)):
+                found.setdefault(row.id, memory_of_row(row))
+        return list(found.values())
+
+    def count_forget(self) -> None:
+        """One more hard forget (FORGETS_KEY in meta), in the forget's transaction: a durable note that
+        every index built before it still holds the forgotten points' payloads on disk. Each index's
+        upkeep (engine/upkeep.py) compares it with the count its generation in use was built after, so
+        a rebuild that died, a restart, and every replica sharing this record, purge their own files."""
+        self.lock(FORGETS_KEY)
+        current = self.connection.execute(select(meta.c.value).where(meta.c.key == FORGETS_KEY)).scalar()
+        self.connection.execute(meta.delete().where(meta.c.key == FORGETS_KEY))
+        self.connection.execute(meta.insert(), [{"key": FORGETS_KEY, "value": str(int(current or 0) + 1)}])
 
     def lock(self, name: str) -> None:
         """Wait for the lock on `name`, held until this transaction ends, across every process of the

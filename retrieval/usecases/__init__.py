@@ -29,7 +29,16 @@ from .reads import (
     recall_context,
     search_memory,
 )
-from .requests import FILTER_FIELDS, Filtered, LightRecallRequest, ReadRequest, RecallRequest, SearchRequest
+from .requests import (
+    AS_OF_RANGE,
+    AS_OF_YEARS_PATTERN,
+    FILTER_FIELDS,
+    Filtered,
+    LightRecallRequest,
+    ReadRequest,
+    RecallRequest,
+    SearchRequest,
+)
 from .results import (
     Budget,
     Candidates,
@@ -66,15 +75,17 @@ from .writes import (
     WriteResult,
     add_event,
     archive_memory,
-    auto_type,
-    new_memory,
+    not_yet_expired,
     remember,
+    remembered_memory,
     update_state,
     visible_memory,
     with_session_context,
 )
 
 __all__ = [
+    "AS_OF_RANGE",
+    "AS_OF_YEARS_PATTERN",
     "CANDIDATE_DEPTH",
     "CURSOR_PATTERN",
     "FILTER_FIELDS",
@@ -123,7 +134,6 @@ __all__ = [
     "WriteResult",
     "add_event",
     "archive_memory",
-    "auto_type",
     "edit_memory",
     "forget_memory",
     "forget_owner",
@@ -133,7 +143,7 @@ __all__ = [
     "import_records",
     "list_memories",
     "memory_history",
-    "new_memory",
+    "not_yet_expired",
     "prepare_read",
     "project_context",
     "read_filters",
@@ -142,6 +152,7 @@ __all__ = [
     "record_from_line",
     "remember",
     "remember_batch",
+    "remembered_memory",
     "render_context_text",
     "render_identity_text",
     "render_search_text",

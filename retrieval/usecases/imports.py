@@ -14,6 +14,7 @@ from ..domain import (
     MemoryStatus,
     Principal,
     ValidationError,
+    check_field,
     check_key,
     context_line,
     format_time,
@@ -97,7 +98,7 @@ def record_from_line(principal: Principal | None, line: dict[str, Any], now: str
 
 def _line_principal(principal: Principal | None, line: dict[str, Any]) -> Principal:
     owner = line_owner(principal.owner_id if principal is not None else None, line)
-    return principal if principal is not None else Principal.local(owner)
+    return principal if principal is not None else Principal.local(check_field(owner, "owner_id", allow_empty=False))
 
 
 OPTIMIZE_AFTER_IMPORTED = 1000  # below this, the plain segments search about as fast

@@ -19,6 +19,7 @@ from ..domain import (
     BATCH_LIMIT,
     MAX_LIST_PAGE,
     READ,
+    SENTENCE_END,
     SESSION_CONTEXT_CHARS,
     WRITE,
     ConflictError,
@@ -43,13 +44,15 @@ from ..domain import (
     member_team,
     memory_digest,
     optional_time,
+    reaches_every_owner,
     require,
     text_sha256,
+    unit_texts,
 )
 from ..engine import MemoryEngine
 from ..storage import AuditRecord, Listing, UnitOfWork, actor_of, audit_change, audit_records, scrub_audit, tombstone
 from .imports import record_from_line
-from .writes import WriteResult, visible_memory
+from .writes import WriteResult, not_yet_expired, visible_memory
 
 log = logging.getLogger("xmemo.manage")
 
@@ -355,14 +358,16 @@ def forget_memory(
 
 
 def forget_owner(engine: MemoryEngine, principal: Principal, owner_id: str) -> Forgotten:
-    """Forget every memory an owner wrote, by an admin: personal ones, and team ones in the admin's own
-    teams (domain/authorization.py: admin reaches other owners, never other teams; the operator, every team)."""
+    """Forget every memory an owner wrote, by an admin: team ones in the admin's own teams, and personal
+    ones when the admin reaches every owner (domain/authorization.py: a team's admin administers its teams;
+    the operator, every team and owner)."""
     require(principal, ADMIN)
     owner_id = check_field(owner_id, "owner_id", allow_empty=False)
+    personal = owner_id == principal.owner_id or reaches_every_owner(principal)
     chosen = [
         m
         for m in engine.store.get_many(engine.store.owner_ids(owner_id)).values()
-        if m.team_id is None or principal.operator or m.team_id in principal.team_ids
+        if (personal if m.team_id is None else principal.operator or m.team_id in principal.team_ids)
     ]
     return _forget(engine, principal, chosen, f"every memory of owner {owner_id} forgotten by an admin")
 
@@ -383,10 +388,11 @@ def _forget(
             raise ConflictError(f"memories changed while being forgotten: {', '.join(moved[:5])}; try again")
         earlier = scrub_audit(work, ids)
         work.delete(ids)
-        _drop_from_contexts(work, chosen, earlier)
+        work.count_forget()  # until every index is rebuilt after it (engine/upkeep.py)
+        recontexted = _drop_from_contexts(work, chosen, earlier)
         audit_ids = work.audit(tombstone(actor_of(principal), now, list(chosen), reason))
-        digests = _embedding_keys(chosen, earlier)
-        unused = sorted(set(digests) - work.embed_shas_in_use(digests))
+        keys = _embedding_keys(chosen, earlier, recontexted)
+        unused = sorted(set(keys) - _keys_in_use(work, keys, chosen, earlier, recontexted))
     engine.embedder.cache.delete_many(unused)
     _clear_query_cache(engine)
     engine.store.checkpoint()  # the forgotten rows' old pages leave the SQLite write-ahead log too
@@ -399,11 +405,13 @@ def _forget(
 
 def _drop_from_contexts(
     work: UnitOfWork, forgotten: Sequence[Memory], earlier: list[tuple[str, dict[str, Any]]]
-) -> None:
+) -> list[tuple[Memory, Memory]]:
     """Later turns of the same session carry a forgotten turn's text (any version of it) in their BM25
-    context (domain/texts.py session_context); cut those lines out (the index takes them after the commit)."""
+    context (domain/texts.py session_context); cut those lines out (the index takes them after the commit).
+    Returns each rewritten turn as it was and as it is now: its question-and-answer pair changes with it."""
     gone = {m.id for m in forgotten}
     rewritten: dict[str, str | None] = {}
+    before: dict[str, Memory] = {}
     for memory in forgotten:
         if memory.session_id is None:
             continue
@@ -420,17 +428,64 @@ def _drop_from_contexts(
                 kept = "\n".join(line for line in context.split("\n") if line != snippet) or None
                 work.set_context(other.id, kept)
                 rewritten[other.id] = kept
+                before.setdefault(other.id, other)
+    return [(was, replace(was, context=rewritten[i])) for i, was in before.items()]
 
 
-def _embedding_keys(memories: Sequence[Memory], earlier: list[tuple[str, dict[str, Any]]]) -> list[str]:
-    """The cache keys of the current and every audited earlier content of these memories."""
-    keys = [embed_digest(m) for m in memories]
+WORD_PREFIX = 200  # of a word looked for (_keys_in_use): far under SQLite's bound on a LIKE pattern
+
+
+def _versions_of(memories: Sequence[Memory], earlier: list[tuple[str, dict[str, Any]]]) -> list[Memory]:
+    """These memories as they are and as each audited earlier content had them (the speaker is not editable)."""
     by_id = {m.id: m for m in memories}
+    versions = list(memories)
     for memory_id, values in earlier:
         content = values.get("content")
         if isinstance(content, str) and memory_id in by_id:
-            keys.append(memory_digest(by_id[memory_id], content))
+            versions.append(replace(by_id[memory_id], content=content))
+    return versions
+
+
+def _keys_of(memory: Memory) -> list[str]:
+    """Every cache key a memory's text gives (engine/feed.py): its whole text, its sentence units and its
+    question-and-answer pair, whichever units the settings embed (a key absent from the cache costs nothing)."""
+    return [embed_digest(memory), *(memory_digest(memory, unit) for unit in unit_texts(memory, pairs=True))]
+
+
+def _embedding_keys(
+    memories: Sequence[Memory],
+    earlier: list[tuple[str, dict[str, Any]]],
+    recontexted: Sequence[tuple[Memory, Memory]],
+) -> list[str]:
+    """The cache keys derived from the forgotten memories: those of every version of them (current and
+    audited), and the pairs of the later turns whose context held them (their question was one of these)."""
+    keys = [key for version in _versions_of(memories, earlier) for key in _keys_of(version)]
+    for was, now in recontexted:
+        keys += sorted(set(_keys_of(was)) - set(_keys_of(now)))
     return list(dict.fromkeys(keys))
+
+
+def _keys_in_use(
+    work: UnitOfWork,
+    keys: Sequence[str],
+    memories: Sequence[Memory],
+    earlier: list[tuple[str, dict[str, Any]]],
+    recontexted: Sequence[tuple[Memory, Memory]],
+) -> set[str]:
+    """Which of `keys` a remaining memory gives too: as its whole text (the stored `embed_sha256`), or as
+    a unit (the same sentence said by the same speaker in the same tenant). A memory giving a unit key of
+    one of these texts holds that text's longest word, so only the tenant's memories holding one are read."""
+    used = work.embed_shas_in_use(keys)
+    words: dict[tuple[str, str | None], set[str]] = {}
+    for version in [*_versions_of(memories, earlier), *(was for was, _ in recontexted)]:
+        pieces = [version.content, *SENTENCE_END.split(" ".join(version.content.split()))]
+        tenant = words.setdefault((version.owner_id, version.team_id), set())
+        tenant.update(max(piece.split(), key=len)[:WORD_PREFIX] for piece in pieces if piece.split())
+    wanted = set(keys)
+    for (owner_id, team_id), tenant_words in words.items():
+        for other in work.of_tenant_containing(owner_id, team_id, sorted(tenant_words)):
+            used.update(wanted.intersection(_keys_of(other)))
+    return used
 
 
 def _clear_query_cache(engine: MemoryEngine) -> None:
@@ -452,7 +507,10 @@ def remember_batch(engine: MemoryEngine, principal: Principal, items: Sequence[d
     if not 1 <= len(items) <= BATCH_LIMIT:
         raise ValidationError(f"a batch holds 1 to {BATCH_LIMIT} memories")
     now = format_time(engine.clock())
-    built = [record_from_line(principal, {**item, "source": item.get("source") or "batch"}, now) for item in items]
+    built = [
+        not_yet_expired(record_from_line(principal, {**item, "source": item.get("source") or "batch"}, now), now)
+        for item in items
+    ]
     unseen = {m.id: m for m in built if m.id not in engine.store.get_many([m.id for m in built])}
     vectors = dict(zip(unseen, engine.vectors_for(list(unseen.values())), strict=True)) if unseen else {}
     with engine.writing() as work:  # read again under the write lock: a concurrent same batch wrote first

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from ..ranking import PackCandidate, TokenCounter, pack_context
@@ -21,30 +23,45 @@ def render_context_text(pack: ContextPack, counter: TokenCounter) -> str:
     What the agent receives is this text, so its `Budget:` line reports the tokens of all of it: the
     heading, the Items, Budget and Reference lines, `Context:` and the body. The body is `context_text`
     cut further when the whole does not fit: whole items are left out from the end (with their
-    Reference lines), then the one left is shortened. When not even the heading and one Reference line
-    fit, the text holds those and a Budget line saying that the budget is too small.
+    Reference lines), then the one left is shortened. When not even the heading, the Items line and one
+    Reference line fit, the text is those and a Budget line saying that the budget is too small and the
+    least `max_tokens` that holds them; nothing else (contract section 7), even when that is over the budget.
     """
-    items = pack.items
-    if not items:
+    if not pack.items:
         return NO_MATCH
-    budget = pack.budget
-    blocks = list(pack.blocks) or [pack.context_text]
-    for shown in range(len(items), 0, -1):
-        text = _whole(pack, shown, "".join(blocks[:shown]), counter, shortened=0)
-        if counter.count(text) <= budget.max_tokens:
-            return text
-    first = _first_cut(pack, blocks[0], counter)
-    if first is not None:
-        return first
-    reference = _reference(items[0])
-    needed = counter.count("\n".join(["### XMemo Context", "Items: 1", reference, "Context:", ""]))
+    fitted = _fitted(pack, counter, len(pack.items))
+    if fitted is not None:
+        return fitted
     return "\n".join(
         [
             "### XMemo Context",
-            f"Budget: too small: max_tokens {budget.max_tokens} cannot hold the heading and one "
-            f"reference ({needed} tokens and more)",
-            reference,
+            "Items: 1",
+            f"Budget: too small: max_tokens {pack.budget.max_tokens} cannot hold the heading, the Items line "
+            f"and one reference; they need max_tokens {_least_budget(pack, counter)}",
+            _reference(pack.items[0]),
         ]
+    )
+
+
+def _fitted(pack: ContextPack, counter: TokenCounter, most: int) -> str | None:
+    """The text of the first `most` items or fewer that fits `max_tokens`, the last one shortened if need
+    be; None when not even one item does."""
+    blocks = list(pack.blocks) or [pack.context_text]
+    for shown in range(most, 0, -1):
+        text = _whole(pack, shown, "".join(blocks[:shown]), counter, shortened=0)
+        if counter.count(text) <= pack.budget.max_tokens:
+            return text
+    return _first_cut(pack, blocks[0], counter)
+
+
+def _least_budget(pack: ContextPack, counter: TokenCounter) -> int:
+    """The least `max_tokens` over this pack's budget whose text holds the heading, the Items line and
+    one Reference line: counted, from the tokens of those lines alone upwards."""
+    lines = counter.count("\n".join(["### XMemo Context", "Items: 1", _reference(pack.items[0]), "Context:", ""]))
+    return next(
+        max_tokens
+        for max_tokens in itertools.count(max(lines, pack.budget.max_tokens + 1))
+        if _fitted(replace(pack, budget=replace(pack.budget, max_tokens=max_tokens)), counter, 1) is not None
     )
 
 

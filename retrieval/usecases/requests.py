@@ -8,7 +8,7 @@ see (its read scope and its teams) is decided later, with the principal, by `pre
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 
 from ..domain import (
     DEFAULT_PACK_ITEMS,
@@ -25,6 +25,7 @@ from ..domain import (
     PathPattern,
     Principal,
     ReadFilters,
+    ValidationError,
     check_field,
     check_path_filter,
     check_query,
@@ -38,6 +39,8 @@ from ..domain import (
 )
 
 __all__ = [
+    "AS_OF_RANGE",
+    "AS_OF_YEARS_PATTERN",
     "FILTER_FIELDS",
     "PACK_WINDOW",
     "Filtered",
@@ -51,6 +54,12 @@ __all__ = [
 FILTER_FIELDS = ("scope", "team_id", "bucket", "path_filter", "memory_type")
 # A pack reads at most this many times its items' records down the ranking to fill itself.
 PACK_WINDOW = 2
+# When a question may be asked: date phrases resolve against it, and a moment near the calendar's ends
+# ("the past month" of year 1) is no question anyone asks.
+AS_OF_RANGE = (datetime(1900, 1, 1, tzinfo=UTC), datetime(3000, 1, 1, tzinfo=UTC))
+# What the API's schema promises inside that range: the years 1901 to 2998 as written, so that no zone
+# offset (under a day) moves a schema-valid moment outside AS_OF_RANGE once it is read as UTC.
+AS_OF_YEARS_PATTERN = r"^(19(0[1-9]|[1-9][0-9])|2([0-8][0-9][0-9]|9([0-8][0-9]|9[0-8])))-"
 
 
 def _set(request: object, name: str, value: object) -> None:
@@ -130,6 +139,9 @@ class RecallRequest(ReadRequest):
         check_range(self.max_tokens, "max_tokens", 1, MAX_PACK_TOKENS)
         _set(self, "as_of", optional_time(self.as_of, "as_of"))
         _set(self, "asked_at", parse_time(self.as_of, field_name="as_of") if self.as_of else None)
+        if self.asked_at is not None and not AS_OF_RANGE[0] <= self.asked_at < AS_OF_RANGE[1]:
+            first, after = AS_OF_RANGE
+            raise ValidationError(f"as_of must lie in the years {first.year} to {after.year - 1}")
         if self.relevance_floor is not None:
             _set(self, "relevance_floor", check_unit(self.relevance_floor, "relevance_floor"))
 

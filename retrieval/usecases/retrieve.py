@@ -10,28 +10,33 @@ from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 
-from ..domain import Memory, MemoryStatus, Principal, ReadFilters, format_time, tenant_of
+from ..domain import Memory, MemoryStatus, Principal, ReadFilters, format_time, script_of, tenant_of
+from ..encoding import SparseVector
 from ..engine import MemoryEngine
 from ..index import IndexFilter, IndexHit
 from ..ranking import (
     DATE_BOOST,
     KEY_BOOST,
     RRF_K,
+    SESSION_DECAY,
     SPEAKER_PRIOR,
     W_IMPORTANCE,
     W_RECENCY,
     Addressed,
     FusedCandidate,
+    QueryTime,
     Ranked,
-    TimeWindow,
     addressed_speaker,
+    asks_several_events,
     fuse_convex,
     fuse_rrf,
+    lead_with_window,
     may_name_keys,
     names_key,
     query_terms,
-    query_window,
     rank_candidates,
+    read_time,
+    spread_sessions,
     with_priors,
 )
 from .requests import PACK_WINDOW, Filtered, ReadRequest
@@ -43,6 +48,7 @@ __all__ = [
     "IN_PROCESS_MAX_RECORDS",
     "MIN_DENSE_MATCH",
     "PACK_WINDOW",
+    "WINDOW_RECORDS",
     "Hydrated",
     "PreparedRead",
     "Retrieval",
@@ -64,6 +70,9 @@ MIN_DENSE_MATCH = 0.15
 # The default fusion, chosen by measurement on SciFact and LoCoMo (docs/evaluation.md): a convex
 # combination of theoretically normalised scores (TM2C2, Bruch et al. 2023), alpha on the dense side.
 FUSION: dict[str, Any] = {"method": "convex", "normalisation": "tm2c2", "alpha": 0.7}
+# A question's time window makes candidates of the memories that occurred in it, the newest this many
+# (their ids read from SQL by `occurred_at`; both channels then search among them).
+WINDOW_RECORDS = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +133,12 @@ def read_filters(
 
 
 def _fuse(
-    dense: list[IndexHit], bm25: list[IndexHit], strategy: Strategy, dense_fill: dict[str, float], alpha: float
+    dense: list[IndexHit],
+    bm25: list[IndexHit],
+    strategy: Strategy,
+    dense_fill: dict[str, float],
+    alpha: float,
+    across: str | None,
 ) -> list[FusedCandidate]:
     if strategy == "dense":
         return fuse_convex(dense, [], 1.0)
@@ -132,7 +146,7 @@ def _fuse(
         return fuse_convex([], bm25, 0.0)
     if strategy == "rrf":
         return fuse_rrf(dense, bm25, 1.0, 1.0, RRF_K)
-    return fuse_convex(dense, bm25, alpha, dense_fill)
+    return fuse_convex(dense, bm25, alpha, dense_fill, across)
 
 
 def _dense_fill(
@@ -180,6 +194,7 @@ def _plan(engine: MemoryEngine, strategy: Strategy, alpha: float) -> RetrievalPl
             "speaker_prior": SPEAKER_PRIOR,
             "date_boost": DATE_BOOST,
             "key_boost": KEY_BOOST,
+            "session_decay": SESSION_DECAY,
         },
     )
 
@@ -191,6 +206,7 @@ class _Channels:
     dense: list[IndexHit]
     bm25: list[IndexHit]
     dense_query: np.ndarray | None
+    sparse_query: SparseVector | None
     addressed: Addressed | None
 
 
@@ -221,14 +237,42 @@ def _search_channels(
             # only pulls in the others' mentions of them, and an adversarial question naming the wrong
             # person would otherwise match on the name alone. A second query vector: named queries only.
             dense_query = engine.embedder.embed_query(addressed.query, tenant=tenant)
-            dense_hits, bm25_hits = engine.index.search(
-                dense_query, engine.sparse.query(addressed.query), flt, depth, depth
-            )
-    return _Channels(dense_hits, bm25_hits, dense_query, addressed)
+            sparse_query = engine.sparse.query(addressed.query)
+            dense_hits, bm25_hits = engine.index.search(dense_query, sparse_query, flt, depth, depth)
+    return _Channels(dense_hits, bm25_hits, dense_query, sparse_query, addressed)
 
 
-def _reading(moment: datetime, addressed: Addressed | None, window: TimeWindow | None) -> dict[str, Any]:
-    """`retrieval_plan.query`: when the question was asked, the speaker and the time it was read to name."""
+def _with_window(
+    engine: MemoryEngine, filters: ReadFilters, found: _Channels, flt: IndexFilter, asked: QueryTime, depth: int
+) -> tuple[_Channels, int]:
+    """Both channels again among the memories that occurred in the question's window (the newest
+    WINDOW_RECORDS of them), their hits added to the first search's: what occurred then is a candidate
+    even when its words are not the question's. With how many memories the window holds (bounded)."""
+    window = asked.window
+    assert window is not None
+    since = format_time(datetime.fromtimestamp(window.start, UTC))
+    until = format_time(datetime.fromtimestamp(window.end, UTC))
+    ids = engine.store.occurred_in(filters, since, until, WINDOW_RECORDS)
+    if flt.ids is not None:
+        admitted = set(flt.ids)
+        ids = [memory_id for memory_id in ids if memory_id in admitted]
+    if not ids:
+        return found, 0
+    inside = replace(flt, ids=tuple(ids))
+    dense, bm25 = engine.index.search(found.dense_query, found.sparse_query, inside, depth, depth)
+    return replace(found, dense=_merged(found.dense, dense), bm25=_merged(found.bm25, bm25)), len(ids)
+
+
+def _merged(first: list[IndexHit], more: list[IndexHit]) -> list[IndexHit]:
+    """One channel's hits from both searches, best first (scores of one query are comparable)."""
+    seen = {hit.id for hit in first}
+    return sorted([*first, *(hit for hit in more if hit.id not in seen)], key=lambda hit: (-hit.score, hit.id))
+
+
+def _reading(moment: datetime, addressed: Addressed | None, asked: QueryTime, in_window: int) -> dict[str, Any]:
+    """`retrieval_plan.query`: when the question was asked, the speaker and the time it was read to name,
+    the path that time took (`time-led` or `preferred`) and how many memories the window held."""
+    window = asked.window
     return {
         "as_of": _utc_text(moment),
         "speaker": addressed.speaker if addressed else None,
@@ -238,6 +282,8 @@ def _reading(moment: datetime, addressed: Addressed | None, window: TimeWindow |
             "phrase": window.phrase,
             "start": _utc_text(datetime.fromtimestamp(window.start, UTC)),
             "end": _utc_text(datetime.fromtimestamp(window.end, UTC)),
+            "path": asked.path,
+            "candidates": in_window,
         },
     }
 
@@ -258,6 +304,7 @@ def hybrid_retrieve(
     as_of: datetime | None = None,
     speaker_prior: bool = True,
     date_window: bool = True,
+    session_decay: float = SESSION_DECAY,
 ) -> Retrieval:
     """Rank the memories `filters` admits for `query`: both channels, union, fuse, the priors of the
     speaker it asks about and the time it names, blend. Best first.
@@ -266,7 +313,8 @@ def hybrid_retrieve(
     `query_vector` is the query's dense vector when the caller already has it (`prepare_read`).
     `as_of` is when the question is asked (default now): "last Saturday" is the Saturday before it,
     and recency is counted back from it.
-    `speaker_prior` and `date_window` switch those priors off for the evaluation's ablations.
+    `speaker_prior` and `date_window` switch those priors off for the evaluation's ablations;
+    `session_decay` is the spread of a question about several events over sessions (1: none).
     """
     alpha = FUSION["alpha"] if alpha is None else alpha
     plan = _plan(engine, strategy, alpha)
@@ -276,32 +324,45 @@ def hybrid_retrieve(
         if not ids:
             return Retrieval([], plan, filters)
     flt = IndexFilter.from_read_filters(filters, ids)
-    found = _search_channels(engine, filters, query, flt, depth, strategy, query_vector, speaker_prior)
     hybrid = strategy == "hybrid"
     moment = as_of or engine.clock()
-    window = query_window(query, moment) if hybrid and date_window else None
+    asked = read_time(query, moment) if hybrid and date_window else QueryTime(None, query, False)
+    found = _search_channels(engine, filters, asked.words, flt, depth, strategy, query_vector, speaker_prior)
+    in_window = 0
+    if asked.window is not None:
+        found, in_window = _with_window(engine, filters, found, flt, asked, depth)
     fill = (
         _dense_fill(engine, found.dense_query, found.dense, found.bm25)
         if hybrid and found.dense_query is not None
         else {}
     )
-    fused = [
-        c
-        for c in _fuse(found.dense, found.bm25, strategy, fill, alpha)
-        if c.bm25_rank is not None or (c.dense_score is not None and c.dense_score >= MIN_DENSE_MATCH)
-    ]
+    across = script_of(query) if engine.settings.encoder_crosses_scripts else None
+    fused = [c for c in _fuse(found.dense, found.bm25, strategy, fill, alpha, across) if _matched(c, asked)]
     keyed = _keyed(engine, query, fused) if hybrid else set()
-    fused = with_priors(fused, found.addressed.speaker if found.addressed else None, window, keyed)
+    fused = with_priors(fused, found.addressed.speaker if found.addressed else None, asked.window, keyed)
     ranked = rank_candidates(fused, moment, engine.settings.recency_half_life_days)  # recent as of the question
+    if hybrid and session_decay < 1.0 and asks_several_events(query):
+        ranked = spread_sessions(ranked, session_decay)
+    if asked.led and asked.window is not None:
+        ranked = lead_with_window(ranked, asked.window)
     candidates = Candidates(
         dense=len(found.dense),
         bm25=len(found.bm25),
         union=len({h.id for h in found.dense} | {h.id for h in found.bm25}),
         matched=len(ranked),
     )
-    return Retrieval(
-        ranked, replace(plan, candidates=candidates, query=_reading(moment, found.addressed, window)), filters
-    )
+    reading = _reading(moment, found.addressed, asked, in_window)
+    return Retrieval(ranked, replace(plan, candidates=candidates, query=reading), filters)
+
+
+def _matched(candidate: FusedCandidate, asked: QueryTime) -> bool:
+    """A candidate BM25 found, or whose meaning is close enough; for a time-led question, any memory
+    that occurred in its window (that is what it asks for)."""
+    if candidate.bm25_rank is not None or (
+        candidate.dense_score is not None and candidate.dense_score >= MIN_DENSE_MATCH
+    ):
+        return True
+    return asked.led and asked.window is not None and asked.window.holds(candidate.occurred_ts)
 
 
 # A read that stays in the process is small enough to run on a service's event loop when it reads
@@ -341,9 +402,11 @@ def prepare_read(engine: MemoryEngine, principal: Principal, request: Asked) -> 
     filters = request.filters_for(principal)
     scans = filters.path_pattern is not None and filters.path_pattern.exact is None
     window = request.records_read()
+    asked_at = getattr(request, "asked_at", None) or engine.clock()
+    words = read_time(request.query, asked_at).words  # the dense query leaves out a date phrase's words
     return PreparedRead(
         request,
         filters,
-        engine.embedder.embed_query_later(request.query, tenant=tenant_of(filters.owner_id, None)),
+        engine.embedder.embed_query_later(words, tenant=tenant_of(filters.owner_id, None)),
         engine.reads_in_process and window is not None and window <= IN_PROCESS_MAX_RECORDS and not scans,
     )

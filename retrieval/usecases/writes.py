@@ -49,7 +49,9 @@ __all__ = [
     "archive_memory",
     "auto_type",
     "new_memory",
+    "not_yet_expired",
     "remember",
+    "remembered_memory",
     "update_state",
     "visible_memory",
     "with_session_context",
@@ -150,6 +152,23 @@ def _not_ahead(occurred_at: str | None, now: str) -> str | None:
     return occurred_at
 
 
+def not_yet_expired(memory: Memory, now: str) -> Memory:
+    """A new memory whose `expires_at` is already past is refused (422): stored, it would read `active`
+    until reflect's expire pass while every read passes it over. An import restores such records as
+    they were (their status says what they are); a new write is told its mistake."""
+    if memory.expires_at is not None and parse_time(memory.expires_at) <= parse_time(now):
+        raise ValidationError(
+            f"expires_at {memory.expires_at} is already past (now {now}): the memory would be stored expired; "
+            "give a later time, or leave expires_at out"
+        )
+    return memory
+
+
+def remembered_memory(principal: Principal, request: RememberRequest, now: str) -> Memory:
+    """The memory `remember` would write for `request` (its checks: every field, an `expires_at` to come)."""
+    return not_yet_expired(new_memory(principal, request, now, auto_type(request)), now)
+
+
 def auto_type(request: RememberRequest) -> MemoryType:
     chosen = memory_type_or_auto(request.memory_type)
     if chosen is not None:
@@ -179,7 +198,7 @@ def remember(engine: MemoryEngine, principal: Principal, request: RememberReques
     """Store a memory. Same semantic_key and content: no-op. New content: supersede. dedupe: merge."""
     require(principal, WRITE)
     now = format_time(engine.clock())
-    memory = new_memory(principal, request, now, auto_type(request))
+    memory = remembered_memory(principal, request, now)
     # The model encodes before the write lock, units included; a unit made of the session's previous
     # turn uses the tail read here, and if another turn lands in between, the write encodes it again.
     vector = engine.vectors_for([with_session_context(engine, memory)])
@@ -212,12 +231,13 @@ def with_session_context(engine: MemoryEngine, memory: Memory) -> Memory:
 def _remember_keyed(
     work: UnitOfWork, memory: Memory, column: str, key: str, now: str, vector: np.ndarray | None = None
 ) -> WriteResult | None:
-    """The keyed upsert: unchanged when the content is the same, else a new version supersedes."""
+    """The keyed upsert: unchanged when the content and the path are the same, else a new version
+    supersedes (a path is where the memory is filed and what `path_filter` reads: moving it is a change)."""
     work.lock(json.dumps([column, memory.owner_id, memory.team_id, memory.bucket, memory.scope, key]))
     current = work.find_active_by_key(column, memory, key)
     if current is None:
         return None
-    if current.content_sha256 == memory.content_sha256:
+    if current.content_sha256 == memory.content_sha256 and current.path == memory.path:
         return WriteResult(current, "unchanged")
     work.set_status(current, MemoryStatus.SUPERSEDED, now)
     successor = replace(memory, version=current.version + 1, metadata={**memory.metadata, "supersedes": current.id})

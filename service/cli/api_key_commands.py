@@ -7,7 +7,7 @@ import click
 from retrieval import ValidationError
 
 from ..api_keys import KeyStore
-from .common import emit, settings_of
+from .common import OWNER, emit, settings_of
 
 __all__ = ["keys_group"]
 
@@ -17,13 +17,14 @@ def keys_group() -> None:
     """Create, list and revoke API keys."""
 
 
-def _key_store(ctx: click.Context) -> KeyStore:
-    settings = settings_of(ctx)
+def _key_store(ctx: click.Context, *, existing: bool = True) -> KeyStore:
+    """The key store; `existing`: only in a data dir that is there (settings_of), as for every read."""
+    settings = settings_of(ctx, existing=existing)
     return KeyStore.open(settings.data_dir, settings.database_url)
 
 
 @keys_group.command("create")
-@click.option("--owner", required=True)
+@click.option("--owner", required=True, type=OWNER)
 @click.option("--agent", default="")
 @click.option("--team", "teams", multiple=True)
 @click.option("--org", default="")
@@ -44,7 +45,7 @@ def keys_create(
     as_json: bool,
 ) -> None:
     """Issue a key; it is printed once and stored only as a digest."""
-    store = _key_store(ctx)
+    store = _key_store(ctx, existing=False)
     issued = store.create(
         owner,
         agent_id=agent,

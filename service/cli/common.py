@@ -13,11 +13,13 @@ import click
 from pydantic import BaseModel
 
 from retrieval import MemoryEngine, RetrievalSettings, StoreError, ValidationError, XMemoError
+from retrieval.domain import check_field
 from retrieval.storage import secure_data_dir
 
 __all__ = [
     "EXIT_STORE",
     "EXIT_USER",
+    "OWNER",
     "XmemoGroup",
     "count_lines",
     "emit",
@@ -41,8 +43,25 @@ class _UsageError(click.UsageError):
 
 
 def _user_error(error: click.UsageError) -> click.UsageError:
-    """The same usage error (its message, and the context that prints the usage line), exiting 1."""
-    return _UsageError(error.message, error.ctx)
+    """The same usage error (its message, and the context that prints the usage line), exiting 1. The
+    message is click's whole text: a missing argument's `message` is empty, `format_message` names it."""
+    return _UsageError(error.format_message(), error.ctx)
+
+
+class _Label(click.ParamType[str]):
+    """An owner (or any label) on the command line, under the rule the API applies to it (check_field):
+    not blank, at most MAX_LABEL_CHARS characters, no control character; else a usage error (exit 1)."""
+
+    name = "label"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        try:
+            return check_field(value, param.name if param is not None and param.name else "label", allow_empty=False)
+        except ValidationError as error:
+            self.fail(error.message, param, ctx)
+
+
+OWNER = _Label()
 
 
 class XmemoGroup(click.Group):
@@ -63,8 +82,12 @@ class XmemoGroup(click.Group):
             fail(error.message, error.exit_code)
 
 
-def settings_of(ctx: click.Context) -> RetrievalSettings:
-    """The retrieval settings of the global options (--data-dir, --qdrant-url, --database-url) and the env."""
+def settings_of(ctx: click.Context, *, existing: bool = False) -> RetrievalSettings:
+    """The retrieval settings of the global options (--data-dir, --qdrant-url, --database-url) and the env.
+
+    `existing`: the command reads or changes what is stored, so a data dir holding the system of record
+    (SQLite: no --database-url) must be there already; a mistyped --data-dir is told as such (exit 1)
+    instead of made into a new, empty store that answers "no match"."""
     options = ctx.find_root().params
     overrides: dict[str, Any] = {}
     if options.get("data_dir"):
@@ -74,13 +97,20 @@ def settings_of(ctx: click.Context) -> RetrievalSettings:
     if options.get("database_url"):
         overrides["database_url"] = options["database_url"]
     try:
-        return RetrievalSettings(**overrides)
+        settings = RetrievalSettings(**overrides)
     except ValueError as error:  # pydantic's ValidationError: a malformed option or variable
         raise ValidationError(f"invalid settings: {error}") from error
+    if existing and settings.database_url is None and not settings.data_dir.is_dir():
+        raise ValidationError(
+            f"no data dir at {settings.data_dir}: nothing is stored there yet "
+            "(--data-dir or XMEMO_DATA_DIR names the one to use; remember, import or serve make one)"
+        )
+    return settings
 
 
-def open_engine(ctx: click.Context, **kwargs: Any) -> MemoryEngine:
-    return open_private(settings_of(ctx), **kwargs)
+def open_engine(ctx: click.Context, *, existing: bool = False, **kwargs: Any) -> MemoryEngine:
+    """The engine on the data dir; `existing`: as in `settings_of`."""
+    return open_private(settings_of(ctx, existing=existing), **kwargs)
 
 
 def open_private(settings: RetrievalSettings, **kwargs: Any) -> MemoryEngine:

@@ -30,10 +30,10 @@ from retrieval import (
 )
 from retrieval.domain import DEFAULT_PACK_ITEMS, DEFAULT_PACK_TOKENS, DEFAULT_SEARCH_LIMIT, format_time, utc_now
 from retrieval.storage import PRIVATE_FILE, MemoryStore, secure_data_dir
-from retrieval.usecases import NO_MATCH, auto_type, new_memory, record_from_line
+from retrieval.usecases import NO_MATCH, record_from_line, remembered_memory
 
 from ..routes.responses import ContextPackOut, ReflectReportOut, SearchOut, WriteOut, answer
-from .common import count_lines, emit, open_engine, read_jsonl, settings_of
+from .common import OWNER, count_lines, emit, open_engine, read_jsonl, settings_of
 from .remote import remote_of
 
 __all__ = [
@@ -53,7 +53,7 @@ def _set(**fields: Any) -> Any:
 
 
 @click.command("remember")
-@click.option("--owner", required=True)
+@click.option("--owner", required=True, type=OWNER)
 @click.option("--path", required=True)
 @click.option("--type", "memory_type", default="auto", show_default=True)
 @click.option("--importance", type=float, default=0.5, show_default=True)
@@ -100,7 +100,7 @@ def remember_command(
     )
     # The input is checked before the data dir is opened: a typo is told as such, even while a
     # server holds the data dir.
-    new_memory(Principal.local(owner), request, format_time(utc_now()), auto_type(request))
+    remembered_memory(Principal.local(owner), request, format_time(utc_now()))
     remote = remote_of(settings_of(ctx))
     if remote is not None:
         with remote.client(owner) as client:
@@ -128,6 +128,7 @@ def remember_command(
 @click.option(
     "--owner",
     default=None,
+    type=OWNER,
     help="Import as this owner; lines of any other owner are refused. Without it, each line's owner_id is restored.",
 )
 @click.option("--batch-size", type=click.IntRange(1, 4096), default=256, show_default=True)
@@ -161,12 +162,12 @@ def import_command(ctx: click.Context, owner: str | None, batch_size: int, as_js
 
 
 @click.command("export")
-@click.option("--owner", default=None, help="Only this owner's memories (default: all).")
+@click.option("--owner", default=None, type=OWNER, help="Only this owner's memories (default: all).")
 @click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
 @click.pass_context
 def export_command(ctx: click.Context, owner: str | None, file: Path) -> None:
     """Write every record (all statuses) as JSON Lines that `xmemo import` takes back."""
-    settings = settings_of(ctx)
+    settings = settings_of(ctx, existing=True)
     if settings.database_url is None and not settings.sql_path.exists():
         raise StoreError(f"no store at {settings.data_dir}")
     secure_data_dir(settings.data_dir)
@@ -193,7 +194,7 @@ def export_command(ctx: click.Context, owner: str | None, file: Path) -> None:
 
 
 @click.command("recall-context")
-@click.option("--owner", required=True)
+@click.option("--owner", required=True, type=OWNER)
 @click.option("--max-items", type=int, default=DEFAULT_PACK_ITEMS, show_default=True)
 @click.option("--max-tokens", type=int, default=DEFAULT_PACK_TOKENS, show_default=True)
 @click.option(
@@ -209,7 +210,7 @@ def recall_context_command(
 ) -> None:
     """Print the context pack for QUERY (the MCP text; --json: the structured pack)."""
     request = RecallRequest(query=query, max_items=max_items, max_tokens=max_tokens, as_of=as_of)
-    remote = remote_of(settings_of(ctx))
+    remote = remote_of(settings_of(ctx, existing=True))
     if remote is not None:
         asked: dict[str, Any] = {"max_items": request.max_items, "max_tokens": request.max_tokens}
         asked |= {"as_of": request.as_of} if request.as_of else {}
@@ -219,7 +220,7 @@ def recall_context_command(
         else:
             click.echo(remote.mcp_text(owner, "recall_context", {"query": request.query, **asked}))
         return
-    with open_engine(ctx) as engine:
+    with open_engine(ctx, existing=True) as engine:
         pack = recall_context(engine, prepare_read(engine, Principal.local(owner), request))
         text = render_context_text(pack, engine.tokens)
     if as_json:
@@ -229,7 +230,7 @@ def recall_context_command(
 
 
 @click.command("search")
-@click.option("--owner", required=True)
+@click.option("--owner", required=True, type=OWNER)
 @click.option("--limit", type=int, default=DEFAULT_SEARCH_LIMIT, show_default=True)
 @click.option("--min-score", type=float, default=None)
 @click.option("--json", "as_json", is_flag=True)
@@ -240,13 +241,13 @@ def search_command(
 ) -> None:
     """Strict search: only memories that match QUERY well; the list may be empty."""
     request = SearchRequest(query=query, limit=limit, min_score=min_score)
-    remote = remote_of(settings_of(ctx))
+    remote = remote_of(settings_of(ctx, existing=True))
     if remote is not None:
         with remote.client(owner) as client:
             bounds = {"limit": request.limit, **({"min_score": min_score} if min_score is not None else {})}
             found: dict[str, Any] = client.search(request.query, **bounds).raw  # type: ignore[arg-type]
     else:
-        with open_engine(ctx) as engine:
+        with open_engine(ctx, existing=True) as engine:
             results = search_memory(engine, prepare_read(engine, Principal.local(owner), request))
         found = answer(SearchOut, results).model_dump(mode="json")
     if as_json:
@@ -259,7 +260,7 @@ def search_command(
 
 
 @click.command("reflect")
-@click.option("--owner", required=True)
+@click.option("--owner", required=True, type=OWNER)
 @click.option("--dry-run", is_flag=True, help="Plan and report; write nothing.")
 @click.option("--actions", default=None, help="Comma list: summarize,promote,expire,decay,archive (default: all).")
 @click.option("--since", default=None, help="ISO 8601; overrides --time-window-hours.")
@@ -316,13 +317,13 @@ def reflect_command(
         team_id=team_id,
         limit=limit,
     )
-    remote = remote_of(settings_of(ctx))
+    remote = remote_of(settings_of(ctx, existing=True))
     if remote is not None:
         with remote.client(owner) as client:
             fields: dict[str, Any] = _set(**dataclasses.asdict(request), expected_plan=expected_plan)
             report = ReflectReport(**client.reflect(**fields, exclude=list(exclude)).raw)
     else:
-        with open_engine(ctx) as engine:
+        with open_engine(ctx, existing=True) as engine:
             report = reflect(engine, Principal.local(owner), request, expected_plan=expected_plan, exclude=exclude)
     if as_json:
         emit(answer(ReflectReportOut, report))
@@ -334,7 +335,7 @@ def reflect_command(
 @click.pass_context
 def reindex_command(ctx: click.Context) -> None:
     """Rebuild the vector index from the system of record (also after changing the embedding model)."""
-    with open_engine(ctx, allow_model_change=True) as engine:
+    with open_engine(ctx, existing=True, allow_model_change=True) as engine:
         total = engine.store.count()
         with tqdm(total=total, unit="mem", file=sys.stderr, disable=None) as bar:
             done = engine.reindex(progress=lambda n: bar.update(n - bar.n))

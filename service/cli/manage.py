@@ -22,10 +22,12 @@ from retrieval.usecases import (
 )
 
 from ..routes.responses import MemoryOut, WriteOut, answer
-from .common import emit, open_engine, settings_of
+from .common import OWNER, emit, open_engine, settings_of
 from .remote import remote_of
 
 __all__ = ["memories_group"]
+
+ANY_STATUS = "any"  # every status: what `--status` left out means, and the console's "any"
 
 
 def _record(memory: Memory) -> dict[str, Any]:
@@ -44,10 +46,15 @@ def memories_group() -> None:
 
 
 @memories_group.command("list")
-@click.option("--owner", required=True)
+@click.option("--owner", required=True, type=OWNER)
 @click.option("--path-prefix", default=None)
 @click.option("--type", "memory_type", default=None)
-@click.option("--status", default=None)
+@click.option(
+    "--status",
+    type=click.Choice([*(s.value for s in MemoryStatus), ANY_STATUS]),
+    default=None,
+    help=f"Only this status (default: {ANY_STATUS}, as the console offers it).",
+)
 @click.option("--text", default=None, help="Content contains this.")
 @click.option("--metadata", default=None, help="key=value")
 @click.option("--since", default=None, help="Created at or after (ISO 8601).")
@@ -58,14 +65,16 @@ def memories_group() -> None:
 @click.pass_context
 def list_command(ctx: click.Context, /, owner: str, as_json: bool, **filters: Any) -> None:
     """The owner's memories, newest first; --json also gives the next page's cursor."""
-    remote = remote_of(settings_of(ctx))
+    if filters["status"] == ANY_STATUS:
+        filters["status"] = None
+    remote = remote_of(settings_of(ctx, existing=True))
     if remote is not None:
         with remote.client(owner) as client:
             listed = client.list_memories(**{k: v for k, v in filters.items() if v is not None}).raw
         records = listed["memories"]
         cursor = listed["next_cursor"]
     else:
-        with open_engine(ctx) as engine:
+        with open_engine(ctx, existing=True) as engine:
             page = list_memories(engine, Principal.local(owner), ListQuery(**filters))
         records, cursor = [_record(m) for m in page.memories], page.next_cursor
     if as_json:
@@ -78,12 +87,12 @@ def list_command(ctx: click.Context, /, owner: str, as_json: bool, **filters: An
 
 
 @memories_group.command("history")
-@click.option("--owner", required=True)
+@click.option("--owner", required=True, type=OWNER)
 @click.argument("memory_id")
 @click.pass_context
 def history_command(ctx: click.Context, owner: str, memory_id: str) -> None:
     """Versions, links and audit trail of one memory, as JSON."""
-    remote = remote_of(settings_of(ctx))
+    remote = remote_of(settings_of(ctx, existing=True))
     if remote is not None:
         with remote.client(owner) as client:
             told = client.history(memory_id)
@@ -100,7 +109,7 @@ def history_command(ctx: click.Context, owner: str, memory_id: str) -> None:
             }
         )
         return
-    with open_engine(ctx) as engine:
+    with open_engine(ctx, existing=True) as engine:
         history = memory_history(engine, Principal.local(owner), memory_id)
     emit(
         {
@@ -116,7 +125,7 @@ def history_command(ctx: click.Context, owner: str, memory_id: str) -> None:
 
 
 @memories_group.command("edit")
-@click.option("--owner", required=True)
+@click.option("--owner", required=True, type=OWNER)
 @click.option("--expected-version", type=int, required=True)
 @click.option("--content", default=None)
 @click.option("--path", default=None)
@@ -151,31 +160,31 @@ def edit_command(
             raise ValidationError("--metadata must be a JSON object") from error
     if not changes:
         raise ValidationError("nothing to change: give at least one field")
-    remote = remote_of(settings_of(ctx))
+    remote = remote_of(settings_of(ctx, existing=True))
     if remote is not None:
         with remote.client(owner) as client:
             record = client.edit(memory_id, expected_version, **changes).raw
     else:
-        with open_engine(ctx) as engine:
+        with open_engine(ctx, existing=True) as engine:
             record = _record(edit_memory(engine, Principal.local(owner), memory_id, expected_version, changes))
     click.echo(_line(record))
 
 
 def _status_command(name: str, status: MemoryStatus, help_text: str) -> None:
     @memories_group.command(name, help=help_text)
-    @click.option("--owner", required=True)
+    @click.option("--owner", required=True, type=OWNER)
     @click.option("--expected-version", type=int, default=None)
     @click.argument("memory_id")
     @click.pass_context
     def command(ctx: click.Context, owner: str, expected_version: int | None, memory_id: str) -> None:
-        remote = remote_of(settings_of(ctx))
+        remote = remote_of(settings_of(ctx, existing=True))
         if remote is not None:
             with remote.client(owner) as client:
                 change = client.restore if status is MemoryStatus.ACTIVE else client.archive
                 change(memory_id, expected_version)
                 record = client.history(memory_id)["memory"]  # a fetch by id would count a use
         else:
-            with open_engine(ctx) as engine:
+            with open_engine(ctx, existing=True) as engine:
                 record = _record(set_status(engine, Principal.local(owner), memory_id, status, expected_version))
         click.echo(_line(record))
 
@@ -185,7 +194,7 @@ _status_command("restore", MemoryStatus.ACTIVE, "Make an archived or expired mem
 
 
 @memories_group.command("forget")
-@click.option("--owner", required=True)
+@click.option("--owner", required=True, type=OWNER)
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.argument("memory_id")
 @click.pass_context
@@ -193,13 +202,13 @@ def forget_command(ctx: click.Context, owner: str, yes: bool, memory_id: str) ->
     """Remove one memory's content from every store; an audit tombstone stays."""
     if not yes:
         click.confirm(f"Forget {memory_id} for good?", abort=True)
-    remote = remote_of(settings_of(ctx))
+    remote = remote_of(settings_of(ctx, existing=True))
     if remote is not None:
         with remote.client(owner) as client:
             told = client.forget(memory_id)
         forgotten, audit_ids = told["forgotten"], told["audit_record_ids"]
     else:
-        with open_engine(ctx) as engine:
+        with open_engine(ctx, existing=True) as engine:
             done = forget_memory(engine, Principal.local(owner), memory_id)
         forgotten, audit_ids = done.forgotten, done.audit_record_ids
     click.echo(f"forgot {len(forgotten)} memory; audit {', '.join(audit_ids)}")
@@ -207,24 +216,24 @@ def forget_command(ctx: click.Context, owner: str, yes: bool, memory_id: str) ->
 
 @memories_group.command("forget-owner")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-@click.argument("owner")
+@click.argument("owner", type=OWNER)
 @click.pass_context
 def forget_owner_command(ctx: click.Context, yes: bool, owner: str) -> None:
     """Forget every memory an owner wrote ("forget me")."""
     if not yes:
         click.confirm(f"Forget every memory of {owner} for good?", abort=True)
-    remote = remote_of(settings_of(ctx))
+    remote = remote_of(settings_of(ctx, existing=True))
     if remote is not None:
         with remote.client("admin") as client:
             forgotten = client.forget_owner(owner)["forgotten"]
     else:
-        with open_engine(ctx) as engine:
+        with open_engine(ctx, existing=True) as engine:
             forgotten = forget_owner(engine, Principal.local("admin"), owner).forgotten
     click.echo(f"forgot {len(forgotten)} memories of {owner}")
 
 
 @memories_group.command("batch")
-@click.option("--owner", required=True)
+@click.option("--owner", required=True, type=OWNER)
 @click.option("--json", "as_json", is_flag=True)
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.pass_context

@@ -273,12 +273,18 @@ def _cutoffs(text: str) -> list[int]:
 
 
 def _print_scores(report: dict[str, Any]) -> None:
-    """An evaluation's scores as lines: each strategy, each question type, each pack floor, each check."""
+    """An evaluation's scores as lines: each strategy, each part of the questions (type, category,
+    conversation, half), the pack, each pack floor, each check."""
     for name, scores in report["strategies"].items():
         click.echo(f"{name:7s} " + "  ".join(f"{m} {v:.4f}" for m, v in scores.items() if m != "queries"))
-    for name, kinds in report.get("by_type", {}).items():
-        for kind, scores in kinds.items():
-            click.echo(f"{name:7s} {kind:27s} " + "  ".join(f"{m} {v:.4f}" for m, v in scores.items()))
+    for key in ("by_type", "by_category", "by_conversation", "halves", "pack_halves"):
+        for name, parts in report.get(key, {}).items():
+            if key == "pack_halves":
+                name, parts = "pack", {name: parts}
+            for part, scores in parts.items():
+                click.echo(f"{name:7s} {part:27s} " + "  ".join(f"{m} {v:.4f}" for m, v in scores.items()))
+    if "pack" in report:
+        click.echo("pack    " + "  ".join(f"{m} {v}" for m, v in report["pack"].items()))
     for row in report.get("pack_floors", []):
         click.echo("pack    " + "  ".join(f"{m} {v}" for m, v in row.items()))
     for check in report["checks"]:

@@ -1,14 +1,17 @@
 """The CLI beside a running server: while `xmemo serve` holds the data dir, the data commands reach it
 over its HTTP API, as the operator acting for `--owner`, with the local path's output and exit codes.
 
-`xmemo serve` writes `<data dir>/server.json` (0600, in the 0700 data dir): its URL and a secret made at
-start (service/middleware.py takes it as the operator, acting as the owner in `X-XMemo-Owner`). The file
-is only believed while the data dir's lock is held; a stale one (a killed server) is ignored.
+`xmemo serve` writes `<data dir>/server.json` (0600, in the 0700 data dir): its URL, pid and a secret made
+at start (service/middleware.py takes it as the operator, acting as the owner in `X-XMemo-Owner`). The file
+is believed only while its pid is alive and holds the data dir's lock (storage lock_holder); a stale
+one (a killed server) is ignored. Before the secret is sent, /healthz must answer within PROBE_SECONDS
+with the proof only the file's writer can give (service/local_proof.py): a hung server is exit 3 in
+seconds, and whatever else listens on the old port never sees the secret, the owner or the content.
 """
 
 from __future__ import annotations
 
-import fcntl
+import hmac
 import json
 import os
 import secrets
@@ -17,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -30,15 +34,20 @@ from retrieval import (
     ValidationError,
     XMemoError,
 )
-from retrieval.storage import replace_private
+from retrieval.storage import lock_holder, replace_private
 
 from ..client import XmemoClient, XmemoClientError
 from ..client.errors import error_for
+from ..local_proof import CHALLENGE_HEADER, PROOF_HEADER, proof_of
 
 __all__ = ["SERVER_FILE", "Remote", "announce", "remote_of"]
 
 SERVER_FILE = "server.json"
 OWNER_HEADER = "X-XMemo-Owner"
+# The probe before each command: a live server answers /healthz in milliseconds, so 2 s tells a stopped
+# or hung one (SIGSTOP) apart; the command itself then has the 300 s a long recall or reflect may take.
+PROBE_SECONDS = 2.0
+_TIMEOUT = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,11 +56,30 @@ class Remote:
 
     url: str
     token: str
+    pid: int = 0
+
+    def verify(self) -> None:
+        """That the server announced answers, and is the one holding the secret: /healthz within
+        PROBE_SECONDS with the HMAC of a fresh challenge (service/local_proof.py); else StoreError (exit 3)."""
+        challenge = secrets.token_urlsafe(24)
+        named = f"the server at {self.url} (pid {self.pid}, from {SERVER_FILE})"
+        try:
+            response = httpx.get(f"{self.url}/healthz", headers={CHALLENGE_HEADER: challenge}, timeout=PROBE_SECONDS)
+        except httpx.TimeoutException as error:
+            raise StoreError(f"{named} does not answer within {PROBE_SECONDS:g} s: it is stopped or hung") from error
+        except httpx.TransportError as error:
+            raise StoreError(f"cannot reach {named}: {error}") from error
+        proof = response.headers.get(PROOF_HEADER, "")
+        if not hmac.compare_digest(proof.encode(), proof_of(self.token, challenge).encode()):
+            raise StoreError(
+                f"what answers at {self.url} is not {named} (it cannot prove it holds the file's secret); "
+                "nothing was sent. Stop what holds the data dir, or remove the stale server.json"
+            )
 
     @contextmanager
     def client(self, owner: str) -> Iterator[XmemoClient]:
         """A client acting as `owner`; a refusal becomes the domain error the local path raises."""
-        with XmemoClient(self.url, self.token, headers={OWNER_HEADER: owner}, timeout=300) as client:
+        with XmemoClient(self.url, self.token, headers=_owner_header(owner), timeout=_TIMEOUT) as client:
             try:
                 yield client
             except XmemoClientError as error:
@@ -61,12 +89,12 @@ class Remote:
         """One MCP tool's text (what the local path prints for recall-context)."""
         headers = {
             "Authorization": f"Bearer {self.token}",
-            OWNER_HEADER: owner,
+            **_owner_header(owner),
             "Accept": "application/json, text/event-stream",
         }
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
         try:
-            response = httpx.post(f"{self.url}/mcp", headers=headers, json=body, timeout=300)
+            response = httpx.post(f"{self.url}/mcp", headers=headers, json=body, timeout=_TIMEOUT)
         except httpx.TransportError as error:
             raise StoreError(f"cannot reach the server at {self.url}: {error}") from error
         if response.status_code != 200:
@@ -76,6 +104,12 @@ class Remote:
         if result.get("isError"):
             raise ValidationError(text.removeprefix("error: "))
         return text
+
+
+def _owner_header(owner: str) -> dict[str, str]:
+    """The owner as the server reads it (service/middleware.py): UTF-8, percent-encoded, so any label
+    travels as ASCII (`bøb` is `b%C3%B8b`)."""
+    return {OWNER_HEADER: quote(owner, safe="")}
 
 
 def _client_error(response: httpx.Response) -> XmemoClientError:
@@ -107,31 +141,38 @@ def _domain(error: XmemoClientError) -> XMemoError:
     return _REFUSALS.get(error.status, StoreError)(error.message)
 
 
-def _held(data_dir: Path) -> bool:
-    """Whether a process holds the data dir's lock (tried without taking it for long)."""
-    try:
-        handle = open(data_dir / "xmemo.lock", "a+")  # noqa: SIM115 (closed below)
-    except OSError:
+def _alive(pid: int) -> bool:
+    """Whether a process of this pid runs (a signal 0 checks, sends nothing)."""
+    if pid <= 0:
         return False
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it runs
         return True
-    finally:
-        handle.close()  # closing releases a lock taken here
-    return False
+    return True
 
 
 def remote_of(settings: RetrievalSettings) -> Remote | None:
-    """The server holding this data dir, if one announced itself there; None: use the data dir."""
+    """The server holding this data dir, verified (Remote.verify), if one announced itself there; None: use
+    the data dir (no file, the lock free, or the file's pid gone: a killed server's file). StoreError when
+    the announced server is alive but does not answer, or something else answers for it."""
     path = settings.data_dir / SERVER_FILE
-    if not path.exists() or not _held(settings.data_dir):
+    if not path.exists():
+        return None
+    holder = lock_holder(settings.data_dir)
+    if holder is None:
         return None
     try:
         announced = json.loads(path.read_text())
-        return Remote(url=str(announced["url"]), token=str(announced["token"]))
+        remote = Remote(url=str(announced["url"]), token=str(announced["token"]), pid=int(announced["pid"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
+    if not _alive(remote.pid) or holder != remote.pid:
+        return None  # the lock is another process's (reindex, import): the local path says the data dir is busy
+    remote.verify()
+    return remote
 
 
 @contextmanager

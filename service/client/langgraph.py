@@ -6,7 +6,9 @@ at that path whose `semantic_key` names the (namespace, key) pair, so putting a 
 last version (the history keeps every one) and `get` reads the active one. The item's value travels in
 the memory's metadata; its text (the fields `index` names, or the value's text fields) is what recall
 embeds and matches. Deleting archives the memory. `search` with a query ranks by the server's hybrid
-search; without one it lists the namespace newest first. Needs `langgraph` (`pip install langgraph`).
+search; without one it lists the namespace newest first. A namespace's items are its owner's alone: the
+store reads and writes only the key owner's personal memories, or with `team_id` only that team's, so no
+teammate's memory carrying the same path and metadata shadows an item. Needs `langgraph` (`pip install langgraph`).
 """
 
 from __future__ import annotations
@@ -123,11 +125,18 @@ def _meets(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
 
 
 class XmemoStore(BaseStore):
-    """A LangGraph store over `client` (an XmemoClient); its key's owner owns the items."""
+    """A LangGraph store over `client` (an XmemoClient); its key's owner owns the items, or with
+    `team_id` (one of the key's teams) the team does."""
 
-    def __init__(self, client: XmemoClient, *, bucket: str | None = None) -> None:
+    def __init__(self, client: XmemoClient, *, bucket: str | None = None, team_id: str | None = None) -> None:
         self.client = client
         self.bucket = bucket
+        self.team_id = team_id
+
+    def _owns(self, record: MemoryRecord) -> bool:
+        """The store's own memory: the key owner's personal one (the only personal ones a key reads), or
+        its team's; a teammate's team memory is never an item of a personal namespace."""
+        return record.team_id == self.team_id
 
     # -- the operations ------------------------------------------------------------------------------
 
@@ -151,10 +160,8 @@ class XmemoStore(BaseStore):
         raise TypeError(f"unknown store operation: {type(op).__name__}")
 
     def _active(self, namespace: tuple[str, ...], key: str) -> MemoryRecord | None:
-        page = self.client.list_memories(
-            path_prefix=_path(namespace), status="active", metadata=f"{ITEM_ID}={_digest(namespace, key)}", limit=1
-        )
-        return page.memories[0] if page.memories else None
+        listed = self._listed(namespace, metadata=f"{ITEM_ID}={_digest(namespace, key)}")
+        return next(iter(listed), None)
 
     def _put(self, op: PutOp) -> None:
         path = _path(op.namespace)
@@ -176,6 +183,8 @@ class XmemoStore(BaseStore):
         fields: dict[str, Any] = {"memory_type": "semantic", "source": "langgraph", "metadata": metadata}
         if self.bucket is not None:
             fields["bucket"] = self.bucket
+        if self.team_id is not None:
+            fields["team_id"] = self.team_id
         written = self.client.remember(
             _text(value, index), path, semantic_key=f"lg-{_digest(op.namespace, op.key)}", **fields
         )
@@ -184,18 +193,21 @@ class XmemoStore(BaseStore):
             if record.metadata.get(ITEM) != metadata[ITEM]:
                 self.client.edit(record.id, record.version, metadata={**record.metadata, **metadata})
 
-    def _listed(self, prefix: tuple[str, ...]) -> Iterable[MemoryRecord]:
+    def _listed(self, prefix: tuple[str, ...], *, metadata: str = f"{STORE_TAG}=v1") -> Iterable[MemoryRecord]:
+        """The store's own active memories under `prefix` whose metadata holds `metadata`, newest first."""
         cursor: str | None = None
         seen = 0
         path = _path(prefix) if prefix else None
         while seen < SCAN_LIMIT:
-            fields: dict[str, Any] = {"status": "active", "metadata": f"{STORE_TAG}=v1", "limit": PAGE}
+            fields: dict[str, Any] = {"status": "active", "metadata": metadata, "limit": PAGE}
             if path:
                 fields["path_prefix"] = path
+            if self.team_id is not None:
+                fields["team_id"] = self.team_id
             if cursor:
                 fields["cursor"] = cursor
             page = self.client.list_memories(**fields)
-            yield from page.memories
+            yield from (record for record in page.memories if self._owns(record))
             seen += len(page.memories)
             cursor = page.next_cursor
             if cursor is None:
@@ -206,14 +218,16 @@ class XmemoStore(BaseStore):
         found: list[SearchItem] = []
         if op.query:
             path = _path(prefix) if prefix else ""
-            hits = self.client.search(
-                op.query, path_filter=f"{path}%", min_score=0.0, limit=min(100, 4 * (op.offset + op.limit))
-            )
+            fields: dict[str, Any] = {"path_filter": f"{path}%", "min_score": 0.0}
+            if self.team_id is not None:
+                fields["team_id"] = self.team_id
+            hits = self.client.search(op.query, limit=min(100, 4 * (op.offset + op.limit)), **fields)
             for hit in hits.results:
                 try:
-                    item = _item(self.client.get_memory(hit.id), hit.score)
+                    record = self.client.get_memory(hit.id)
                 except NotFoundError:
                     continue
+                item = _item(record, hit.score) if self._owns(record) else None
                 if isinstance(item, SearchItem) and _under(item.namespace, prefix) and _matches(item.value, op.filter):
                     found.append(item)
         else:

@@ -26,6 +26,7 @@ from retrieval.domain import (
     MAX_PACK_TOKENS,
     MAX_QUERY_CHARS,
 )
+from retrieval.usecases import AS_OF_YEARS_PATTERN
 
 __all__ = [
     "NON_BLANK_LABEL",
@@ -115,7 +116,10 @@ class RecallContextBody(_Strict):
     path_filter: Label | None = None
     memory_type: MemoryTypeName | None = None
     as_of: Timestamp | None = Field(
-        default=None, description='when the question is asked (default now): "last Saturday" resolves against it'
+        default=None,
+        description='when the question is asked (default now): "last Saturday" resolves against it; '
+        "a year from 1901 to 2998",
+        json_schema_extra={"pattern": AS_OF_YEARS_PATTERN},
     )
 
 
@@ -218,6 +222,12 @@ def pattern_words(pattern: str, value: object) -> str:
         return "must be key=value, a key of letters, digits and _ . : -, and no NUL character"
     if pattern == f"^{KEY_REGEX}$":
         return "must be a lower-case key: a letter or digit, then up to 127 of a-z 0-9 _ . : -"
+    if pattern == PROPOSAL_PATTERN:
+        return (
+            "must be a proposal_id of a dry run: an action, a dash and 12 hex digits, such as 'summarize-3fa29c81d2e4'"
+        )
+    if pattern == PLAN_DIGEST_PATTERN:
+        return "must be a dry run's plan_digest: 64 hex digits"
     for names, allowed in ((_AUDIT_ACTION, AUDIT_ACTION_NAMES), (_ACTION, ACTION_NAMES)):
         if names in pattern:
             unknown = [w.strip() for w in str(value).split(",") if w.strip() and w.strip() not in allowed]

@@ -1,4 +1,5 @@
-"""Operations routes: liveness, readiness (the stores reachable, the model warm) and Prometheus metrics."""
+"""Operations routes: liveness, readiness (the stores reachable, the model warm), Prometheus metrics and the
+site's icon."""
 
 from __future__ import annotations
 
@@ -70,3 +71,17 @@ def metrics_text(request: Request) -> Response:
     except XMemoError:
         pass  # still serve the request series when a store is down
     return PlainTextResponse(generate_latest(context.metrics.registry).decode(), media_type="text/plain; version=0.0.4")
+
+
+# The icon a browser asks for on every console page (and a 401 there made an error on each): a small
+# inline SVG, public like /healthz (service/middleware.py PUBLIC_PATHS).
+FAVICON_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16">'
+    '<rect width="16" height="16" rx="3" fill="#1f4e79"/>'
+    '<path d="M4 4l8 8M12 4l-8 8" stroke="#fff" stroke-width="2" stroke-linecap="round"/></svg>'
+)
+
+
+@router.get("/favicon.ico", include_in_schema=False)
+def favicon() -> Response:
+    return Response(FAVICON_SVG, media_type="image/svg+xml", headers={"cache-control": "public, max-age=86400"})

@@ -103,15 +103,20 @@ class RetrievalPlanOut(BaseModel):
 
 
 class TimeWindowOut(BaseModel):
-    phrase: str = Field(description="the date phrase of the query")
+    phrase: str = Field(description="the date phrase of the query, as it spells it")
     start: str
     end: str
+    path: Literal["time-led", "preferred"] = Field(
+        description="time-led: the question is mostly its date, and what occurred in the window leads; "
+        "preferred: the window only lifts the memories that match the question's words and meaning"
+    )
+    candidates: int = Field(description="how many memories occurred in the window (at most 1000 are read)")
 
 
 class QueryReadingOut(BaseModel):
     as_of: str | None = Field(default=None, description="when the question was asked: dates resolve against it")
     speaker: str | None = Field(default=None, description="the speaker the query asks about, preferred")
-    time_window: TimeWindowOut | None = Field(default=None, description="the time the query names, preferred")
+    time_window: TimeWindowOut | None = Field(default=None, description="the time the query names")
 
 
 class ContextPackOut(BaseModel):

@@ -9,9 +9,8 @@ from typing import Any
 import pytest
 
 from compactor import ReflectRequest, ReflectSettings, reflect
-from compactor.writing_systems import script_of
 from retrieval import ConflictError, Principal, archive_memory, get_memory, import_records
-from retrieval.domain import format_time
+from retrieval.domain import format_time, script_of
 from tests.support import pack_for
 
 NOW = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)

@@ -298,7 +298,7 @@ def test_the_recall_playground_shows_what_was_dropped_shortened_and_collapsed(se
     page.get_by_label("Max items (1–50)").fill("2")
     page.get_by_label("Max tokens (1–12000)").fill("80")
     page.get_by_role("button", name="Recall").click()
-    page.get_by_role("heading", name="Dropped, shortened and collapsed").wait_for()
+    page.get_by_role("heading", name="Left out, shortened and collapsed").wait_for()
     _shot(page, "05b-recall-left-out")
 
     pack = api.post("/v1/recall/context", json={"query": query, "max_items": 2, "max_tokens": 80}).json()
@@ -435,4 +435,101 @@ def test_the_status_page_shows_the_latest_evaluation_report(server, browser_page
     page.reload()
     assert page.evaluate("document.documentElement.scrollWidth") <= 390  # wide tables scroll inside their card
     _shot(page, "09c-status-390px")
+    assert outside == []
+
+
+HARBOUR = [  # four long notes on one topic and a sentence one of them holds: a pack of 3 items under 200 tokens
+    "Harbour sailing course logistics. The sailing course starts at the north harbour on 3 June at nine. "
+    "We rig the dinghies on the slipway, check the forecast for gusts above twenty knots, and stay inside "
+    "the breakwater on the first morning; the instructor brings radios and the club lends life jackets.",
+    "The sailing course starts at the north harbour on 3 June at nine.",
+    "Harbour sailing course knots: the bowline, the clove hitch, the reef knot and the figure of eight, "
+    "practised on the pontoon until each takes under ten seconds, then tied again with cold wet hands "
+    "because that is how they are needed when a squall comes over the harbour wall.",
+    "Harbour sailing course clothing: a spray jacket, quick-dry trousers, soft-soled shoes that grip a wet "
+    "deck, sunglasses on a cord, a warm hat for the evening sail, and a dry bag for a spare fleece and the "
+    "phone, since everything in the dinghy gets soaked by the second tack across the harbour.",
+    "Harbour sailing course costs: the week is 420 euros with the dinghy, the club membership is 35 more, "
+    "the evening races are free for members, and a private lesson on the keelboat can be booked for the "
+    "last afternoon if the wind allows it in the harbour.",
+]
+
+# The MCP text's Budget line (docs: contract §4): what the page's MCP figures must agree with.
+BUDGET_LINE = re.compile(r"Budget: used (\d+)/(\d+) tokens, (\d+)/(\d+) items; dropped (\d+), shortened (\d+)")
+
+
+def test_the_recall_page_names_each_count_and_they_agree(server, browser_page):
+    page, outside = browser_page
+    api = _api(server)
+    for text in HARBOUR:
+        _remember(api, text, "courses/sailing")
+    query, body = "harbour sailing course", {"max_items": 3, "max_tokens": 200}
+    _signed_in(page, server)
+    page.goto(f"{server.url}/ui/recall?query={query}&max_items={body['max_items']}&max_tokens={body['max_tokens']}")
+    page.get_by_role("heading", name="What each count is").wait_for()
+    _shot(page, "05d-recall-counts")
+
+    pack = api.post("/v1/recall/context", json={"query": query, **body}).json()
+    budget, plan = pack["budget"], pack["retrieval_plan"]
+    text = page.locator("pre.out").first.inner_text()
+    used, most, shown, items, mcp_dropped, mcp_shortened = map(int, BUDGET_LINE.search(text).groups())  # type: ignore[union-attr]
+    reasons = [d["reason"] for d in plan["dropped"]]
+    labels = page.locator("#figures dt").all_inner_texts()
+    values = page.locator("#figures dd").all_inner_texts()
+    assert dict(zip(labels, values, strict=True)) == {
+        "Pack items (budget.used_items / max_items)": f"{budget['used_items']}/{budget['max_items']}",
+        "Pack tokens: its context_text (budget.used_tokens / max_tokens)": (
+            f"{budget['used_tokens']}/{budget['max_tokens']}"
+        ),
+        "Pack items shortened to fit (budget.shortened_items)": str(budget["shortened_items"]),
+        "Over the token budget: among the top max items, kept out by tokens (budget.dropped_items)": str(
+            budget["dropped_items"]
+        ),
+        "Beyond max items (reason item_limit)": str(reasons.count("item_limit")),
+        "Below the relevance floor (reason floor)": str(reasons.count("floor")),
+        "Left out in all (retrieval_plan.dropped)": str(len(plan["dropped"])),
+        "Collapsed into a packed item (retrieval_plan.collapsed)": str(len(plan["collapsed"])),
+        "MCP text tokens: the whole text, heading, Items, Budget and Reference lines and body (its Budget used)": (
+            f"{used}/{most}"
+        ),
+        "MCP text items (its Items / max_items)": f"{shown}/{items}",
+        "MCP text dropped: over the token budget plus pack items it leaves out to fit its lines (its Budget dropped)": (
+            str(mcp_dropped)
+        ),
+        "MCP text shortened (its Budget shortened)": str(mcp_shortened),
+    }
+    assert reasons.count("budget") == budget["dropped_items"] and reasons.count("item_limit") > 0
+    assert plan["collapsed"] and shown < budget["used_items"]  # the MCP text leaves a pack item out to fit its lines
+    assert (most, items) == (budget["max_tokens"], budget["max_items"])
+    assert mcp_dropped == budget["dropped_items"] + budget["used_items"] - shown
+    assert page.get_by_role("heading", name=f"Left out ({len(plan['dropped'])})").is_visible()
+    assert page.get_by_role("heading", name=f"Collapsed ({len(plan['collapsed'])})").is_visible()
+    # No other count of tokens or of dropped items anywhere on the page, outside the two outputs themselves.
+    rest = page.evaluate(
+        "() => { const m = document.querySelector('main').cloneNode(true);"
+        " m.querySelectorAll('form, pre.out, #figures').forEach(e => e.remove()); return m.textContent; }"
+    )
+    rest = re.sub(r"block: \d+ tokens", "", rest)
+    assert not re.search(r"\d+\s*/\s*\d+|(?i:dropped)\W*\d|\d+\s*tokens|(?i:tokens)\W*\d", rest), rest
+    assert outside == []
+
+
+def test_the_memories_table_fits_a_390px_screen(server, browser_page):
+    page, outside = browser_page
+    api = _api(server)
+    _remember(api, "The ferry to the island leaves at 07:40 from pier 3", "travel/islands/ferries/timetables")
+    _signed_in(page, server)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{server.url}/ui/")
+    headers = page.locator("table.list thead th").all_inner_texts()
+    columns = [n for n, name in enumerate(headers, 1) if name.split(" ")[0] in ("Occurred", "Created")]  # "Created ↓"
+    assert len(columns) == 2
+    cells = page.locator(", ".join(f"table.list tbody td:nth-child({n})" for n in columns))
+    assert cells.count() == 2 * page.locator("table.list tbody tr").count() > 0
+    boxes = cells.evaluate_all(
+        "cells => cells.map(c => { const r = c.getBoundingClientRect();"
+        " return [c.scrollWidth <= c.clientWidth, r.left >= 0, r.right <= window.innerWidth, c.innerText]; })"
+    )
+    assert all(box[:3] == [True, True, True] for box in boxes), boxes
+    _shot(page, "10b-memories-dates-390px")
     assert outside == []

@@ -290,14 +290,9 @@ def test_reflect_and_audit_over_http(server):
                 ).status_code
                 == 201
             )
-        http.post(
-            "/api/v1/remember",
-            json={
-                "content": "Door code 1234, valid until yesterday.",
-                "path": "access",
-                "expires_at": "2020-01-01T00:00:00Z",
-            },
-        )
+        door = http.post("/api/v1/remember", json={"content": "Door code 1234, valid until yesterday.", "path": "door"})
+        overdue = {"expected_version": 1, "expires_at": "2020-01-01T00:00:00Z"}  # remember refuses a past one
+        assert http.patch(f"/api/v1/memories/{door.json()['id']}", json=overdue).status_code == 200
         body = {"since": "2026-01-01T00:00:00Z", "actions_csv": "summarize,expire"}
         dry = http.post("/api/v1/reflect", json={**body, "dry_run": True})
         assert dry.status_code == 200, dry.text
@@ -333,6 +328,6 @@ def test_reflect_and_audit_over_http(server):
     with server.client(reader) as http:
         assert http.post("/api/v1/reflect", json={"dry_run": True}).status_code == 200
         assert http.post("/api/v1/reflect", json={"dry_run": False}).status_code == 403
-        assert len(http.get("/api/v1/audit").json()["records"]) == 2  # the same owner's records
+        assert len(http.get("/api/v1/audit").json()["records"]) == 3  # the same owner's: the edit and reflect's two
     with server.client(server.key("stranger")) as http:
         assert http.get("/api/v1/audit").json()["records"] == []

@@ -201,6 +201,29 @@ def test_an_mcp_tool_refuses_an_argument_it_does_not_take(server):
     assert rest.status_code == 422
 
 
+def test_an_mcp_boolean_is_a_json_boolean_as_over_rest(server):
+    """Before: MCP took `dedupe: "yes"` (pydantic's lax bool) where REST answers 422; one rule for both."""
+    key = server.key("flo")
+    _, results = asyncio.run(
+        mcp_call(
+            server.url,
+            key,
+            [
+                ("remember", {"content": "The deploy window is Tuesday.", "path": "ops", "dedupe": "yes"}),
+                ("reflect", {"dry_run": 1}),
+                ("remember", {"content": "The deploy window is Tuesday.", "path": "ops", "dedupe": True}),
+            ],
+        )
+    )
+    dedupe, dry_run, right = results
+    assert dedupe.is_error and "dedupe must be true or false" in dedupe.content[0].text
+    assert dry_run.is_error and "dry_run must be true or false" in dry_run.content[0].text
+    assert not right.is_error and right.content[0].text.startswith("Remembered: ")
+    with server.client(key) as http:
+        rest = http.post("/api/v1/remember", json={"content": "x", "path": "ops", "dedupe": "yes"})
+    assert rest.status_code == 422
+
+
 def test_validation_messages_say_what_is_wrong_in_words(server):
     """Before: a blank content or a misspelt reflect action answered with the schema's regex, and a body
     sent without a JSON content type with ": Input should be a valid dictionary"."""
@@ -233,12 +256,14 @@ def test_the_cli_reports_bad_input_before_the_data_dir_lock_and_a_usage_error_ex
 
 
 def test_failed_sign_ins_are_throttled_per_address_logged_and_counted(tmp_path):
-    """Before: failed console sign-ins were not throttled, logged or counted."""
+    """Before: failed console sign-ins were not throttled, logged or counted; and a client that sent
+    another X-Forwarded-For each time was another address each time (uvicorn believes it from 127.0.0.1)."""
     running = RunningServer(tmp_path / "data")
     try:
         client = running.client(None)
         answers = []
         for attempt in range(12):
+            client.headers["X-Forwarded-For"] = f"203.0.113.{attempt}"
             answers.append(sign_in(client, f"xmk_guess_{attempt}"))
         assert [a.status_code for a in answers[:10]] == [401] * 10
         assert answers[10].status_code == 429 and int(answers[10].headers["retry-after"]) >= 1
@@ -251,6 +276,22 @@ def test_failed_sign_ins_are_throttled_per_address_logged_and_counted(tmp_path):
         assert "xmemo_console_failed_signins_total 13.0" in metrics
         log = running.log_path.read_text()
         assert "console sign-in refused from 127.0.0.1" in log and "xmk_guess_" not in log
+    finally:
+        running.stop()
+
+
+def test_a_configured_proxy_is_believed_about_the_address_it_forwards(tmp_path):
+    """XMEMO_TRUSTED_PROXIES names the proxies whose X-Forwarded-For is the client's address: each
+    forwarded address has its own sign-in budget, and the log names it."""
+    running = RunningServer(tmp_path / "data", extra_env={"XMEMO_TRUSTED_PROXIES": "127.0.0.1"})
+    try:
+        client = running.client(None)
+        statuses = []
+        for attempt in range(12):
+            client.headers["X-Forwarded-For"] = f"203.0.113.{attempt}"
+            statuses.append(sign_in(client, f"xmk_guess_{attempt}").status_code)
+        assert statuses == [401] * 12
+        assert "console sign-in refused from 203.0.113.11" in running.log_path.read_text()
     finally:
         running.stop()
 

@@ -116,13 +116,25 @@ def test_a_query_waits_for_at_most_one_batch_of_documents_and_documents_still_ge
     first = batcher.embed_query_later("query 0")
     assert model.running.wait(60)
     size = InferenceBatcher.DOCUMENT_BATCH_TEXTS
-    import_job = batcher.submit([f"line {i}" for i in range(3 * size)], False)
+    lines = [f"line {i}" for i in range(3 * size)]
+    import_job = batcher.submit(lines, False)
     writes = [batcher.submit([f"note {i}"] * (size // 2), False) for i in range(3)]
     model.release.set()
-    for future in [first, import_job, *writes]:
+    for future in [first, *writes]:
         future.result(60)
-    # a job larger than a document batch goes alone; the others fill batches of at most that many texts
-    assert [len(batch) for batch in model.batches] == [1, 3 * size, size, size // 2]
+    # a job larger than a document batch runs a batch at a time, its shortest texts first; the
+    # others fill batches of at most that many texts; every caller gets its vectors in its own order
+    assert [len(batch) for batch in model.batches] == [1, size, size, size, size, size // 2]
+    assert model.batches[1] == lines[:size] and sorted(model.batches[1] + model.batches[2]) == sorted(lines[:16])
+    assert import_job.result(60).tolist() == [[float(len(line)), 1.0] for line in lines]
+    assert [(r.queries, r.texts) for r in batcher.recent_batches()] == [
+        (True, 1),
+        (False, size),
+        (False, size),
+        (False, size),
+        (False, size),
+        (False, size // 2),
+    ]
 
 
 class _Counting(FakeEmbedder):

@@ -6,6 +6,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from typing import Any
 
 from tests.support import FakeEmbedder, in_process
 
@@ -64,7 +65,7 @@ def test_chunked_body_over_the_limit_is_413(tmp_path):
 
 
 def test_long_request_id_is_capped_and_a_bad_one_replaced(tmp_path, caplog):
-    caplog.set_level(logging.INFO, logger="xmemo.requests")
+    caplog.set_level(logging.DEBUG, logger="xmemo.requests")
     with in_process(tmp_path / "data") as app:
         client, _, _key = app.client, app.engine, app.key("alice", agent_id="agent-a")
         long = client.get("/healthz", headers={"X-Request-ID": "a" * 60_000})
@@ -95,13 +96,14 @@ def test_the_background_pass_maintains_memories_by_itself(tmp_path):
         tmp_path / "data", reflect_interval_seconds=0.2, reflect_apply=True, reflect_actions="expire"
     ) as app:
         headers = app.headers("sleeper")
-        body = {"content": "Expired voucher code.", "path": "misc", "expires_at": "2020-01-01T00:00:00Z"}
-        made = app.client.post("/api/v1/remember", headers=headers, json=body).json()
+        made = app.client.post("/api/v1/remember", headers=headers, json={"content": "Voucher.", "path": "misc"}).json()
+        overdue = {"expected_version": 1, "expires_at": "2020-01-01T00:00:00Z"}  # remember refuses a past one
+        assert app.client.patch(f"/api/v1/memories/{made['id']}", headers=headers, json=overdue).status_code == 200
         for _ in range(600):  # a bounded wait for the pass, not a timing assertion
             if app.client.get(f"/api/v1/memories/{made['id']}", headers=headers).json()["status"] == "expired":
                 break
             time.sleep(0.05)
-        (record,) = app.client.get("/api/v1/audit", headers=headers).json()["records"]
+        (record,) = app.client.get("/api/v1/audit", headers=headers, params={"action": "expire"}).json()["records"]
     assert record["action"] == "expire" and record["actor"] == "sleeper/background-reflect"
 
 
@@ -135,3 +137,46 @@ def test_ready_only_after_a_real_query_warmed_the_model(tmp_path, caplog):
     events = [json.loads(r.getMessage()) for r in caplog.records if r.name == "xmemo.service"]
     assert {"event": "listening", "url": "http://127.0.0.1:8555"} in events
     assert any(e.get("event") == "ready" for e in events)
+
+
+def test_the_icon_needs_no_key(tmp_path):
+    with in_process(tmp_path / "data") as app:
+        icon = app.client.get("/favicon.ico")
+        signed_out = app.client.get("/ui/login")
+    assert icon.status_code == 200 and icon.headers["content-type"] == "image/svg+xml"
+    assert icon.text.startswith("<svg") and '<link rel="icon" href="/favicon.ico"' in signed_out.text
+
+
+def test_probes_are_logged_at_debug_and_requests_at_info(tmp_path, caplog):
+    caplog.set_level(logging.DEBUG, logger="xmemo.requests")
+    with in_process(tmp_path / "data") as app:
+        caplog.clear()
+        app.client.get("/healthz")
+        app.client.get("/readyz")
+        app.client.post("/v1/recall/context", json=RECALL, headers=app.headers("alice"))
+    logged = [(r.levelname, json.loads(r.getMessage())["route"]) for r in caplog.records if r.name == "xmemo.requests"]
+    assert logged == [("DEBUG", "/healthz"), ("DEBUG", "/readyz"), ("INFO", "/v1/recall/context")]
+
+
+def test_the_owner_header_is_percent_encoded_utf8_one_of_it(tmp_path):
+    token = "local-secret-for-the-cli"
+    with in_process(tmp_path / "data", local_token=token) as app:
+
+        def write(*owners: bytes) -> Any:
+            headers = [(b"Authorization", f"Bearer {token}".encode()), *((b"X-XMemo-Owner", o) for o in owners)]
+            return app.client.post("/api/v1/remember", headers=headers, json={"content": "a note", "path": "p"})
+
+        assert write(b"b%C3%B8b").status_code == 201
+        assert write(b"plain-ascii").status_code == 201
+        raw = write("bøb".encode())
+        assert raw.status_code == 422 and raw.json()["error"]["message"].startswith("X-XMemo-Owner must be ASCII")
+        latin = write("bøb".encode("latin-1"))
+        assert latin.status_code == 422 and latin.json()["error"]["code"] == "validation_error"
+        assert "not UTF-8" in write(b"b%F8b").json()["error"]["message"]
+        assert "two hex digits" in write(b"b%zzb").json()["error"]["message"]
+        assert "X-XMemo-Owner must be" in write(b"%1Bescape").json()["error"]["message"]  # ESC, a control
+        two = write(b"alice", b"mallory")
+        assert two.status_code == 401 and two.json()["error"]["message"] == "more than one X-XMemo-Owner header"
+        assert write().status_code == 401
+        owners = sorted(m.owner_id for m in app.engine.store.iterate())
+    assert owners == ["bøb", "plain-ascii"]

@@ -111,6 +111,10 @@ export interface TimeWindow {
   phrase: string;
   start: string;
   end: string;
+  /** `time-led`: the question is mostly its date, and what occurred in the window leads; `preferred`: the window lifts what matches. */
+  path: "time-led" | "preferred";
+  /** How many memories occurred in the window (at most 1000 are read). */
+  candidates: number;
 }
 
 /** What the query was read to say: soft preferences, never filters. */

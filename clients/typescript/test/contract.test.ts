@@ -128,7 +128,13 @@ const RESPONSES: Record<string, FieldsOf<object>> = {
     speaker: "optional nullable",
     time_window: "optional nullable",
   } satisfies FieldsOf<QueryReading>,
-  TimeWindowOut: { phrase: "required", start: "required", end: "required" } satisfies FieldsOf<TimeWindow>,
+  TimeWindowOut: {
+    phrase: "required",
+    start: "required",
+    end: "required",
+    path: "required",
+    candidates: "required",
+  } satisfies FieldsOf<TimeWindow>,
   SearchOut: { results: "required", query: "required", min_score: "required" } satisfies FieldsOf<SearchResults>,
   SearchResultOut: {
     id: "required",

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.datastructures import FormData
 
 from retrieval import MemoryEngine, MemoryStatus, Principal, ValidationError
-from retrieval.domain import ADMIN, WRITE, act_for_owner, require
+from retrieval.domain import WRITE, act_for_owner, reaches_every_owner, require
 from retrieval.usecases import (
     MEANING_PAGE,
     ListQuery,
@@ -68,7 +68,7 @@ def memories_page(request: Request, engine: Engine, principal: Caller) -> Respon
         "modes": SEARCH_MODES,
         "page_size": MEANING_PAGE,
         "notice": notice(params.get("notice")),
-        "switches_owner": ADMIN in principal.scopes,
+        "switches_owner": reaches_every_owner(principal),
     }
     if mode == "meaning" and chosen["text"]:
         given.pop("text")

@@ -4,6 +4,8 @@ item's score components, what was dropped and what collapsed."""
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -11,6 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from retrieval import RecallRequest, ValidationError, prepare_read, recall_context
 from retrieval.domain import DEFAULT_PACK_ITEMS, DEFAULT_PACK_TOKENS
+from retrieval.ranking import TokenCounter
 from retrieval.usecases import render_context_text
 
 from ...routes.deps import Caller, Engine
@@ -36,6 +39,30 @@ LEFT_OUT_REASONS = {
 }
 
 
+# The MCP text's own Items and Budget lines (contract §4: "Budget: used 1187/1200 tokens, 6/6 items; dropped 2,
+# shortened 1"): the page names the MCP text's counts as that text states them.
+MCP_ITEMS = re.compile(r"^Items: (\d+)$", re.MULTILINE)
+MCP_BUDGET = re.compile(r"^Budget: used \d+/\d+ tokens, \d+/\d+ items; dropped (\d+), shortened (\d+)$", re.MULTILINE)
+
+
+@dataclass(frozen=True, slots=True)
+class McpCounts:
+    """What the MCP text counts: its own tokens (the whole text), its items, and its Budget line's dropped and
+    shortened (None when the text has no such line: no match, or a budget too small for one reference)."""
+
+    tokens: int
+    items: int
+    dropped: int | None
+    shortened: int | None
+
+
+def count_mcp_text(text: str, counter: TokenCounter) -> McpCounts:
+    """The counts of the recall_context MCP text `text`, read from it as an agent reads them."""
+    items, budget = MCP_ITEMS.search(text), MCP_BUDGET.search(text)
+    dropped, shortened = (int(budget[1]), int(budget[2])) if budget else (None, None)
+    return McpCounts(counter.count(text), int(items[1]) if items else 0, dropped, shortened)
+
+
 def _scales(components: dict[str, dict[str, Any]]) -> dict[str, float]:
     """Each score component's best value among the packed items: a bar is its share of that best, so
     BM25's raw scores (unbounded) and the [0, 1] ones each fill their own width."""
@@ -54,7 +81,7 @@ def recall_page(request: Request, engine: Engine, principal: Caller) -> Response
     query = params.get("query", "").strip()
     max_items = params.get("max_items", str(DEFAULT_PACK_ITEMS))
     max_tokens = params.get("max_tokens", str(DEFAULT_PACK_TOKENS))
-    pack, text = None, ""
+    pack, text, mcp = None, "", None
     if query:
         try:
             budgets = int(max_items), int(max_tokens)
@@ -63,12 +90,14 @@ def recall_page(request: Request, engine: Engine, principal: Caller) -> Response
         asked = RecallRequest(query=query, max_items=budgets[0], max_tokens=budgets[1])
         found = recall_context(engine, prepare_read(engine, principal, asked))
         text = render_context_text(found, engine.tokens)
+        mcp = count_mcp_text(text, engine.tokens)
         pack = answer(ContextPackOut, found).model_dump(mode="json")  # the JSON an agent receives
     components = {c["id"]: c for c in pack["retrieval_plan"]["items"]} if pack else {}
-    shown = []
+    shown, dropped = [], []
     if pack:
         plan = pack["retrieval_plan"]
-        shown = [item["id"] for item in pack["items"]] + [d["id"] for d in plan.get("dropped", [])]
+        dropped = plan.get("dropped", [])
+        shown = [item["id"] for item in pack["items"]] + [d["id"] for d in dropped]
         shown += [c[key] for c in plan.get("collapsed", []) for key in ("id", "into")]
     return render(
         request,
@@ -81,9 +110,11 @@ def recall_page(request: Request, engine: Engine, principal: Caller) -> Response
         max_tokens=max_tokens,
         pack=pack,
         text=text,
+        mcp=mcp,
         components=components,
         reasons=LEFT_OUT_REASONS,
-        dropped=pack["retrieval_plan"].get("dropped", []) if pack else [],
+        dropped=dropped,
+        left_out={reason: sum(d["reason"] == reason for d in dropped) for reason in ("budget", "item_limit", "floor")},
         shortened=[item for item in pack["items"] if item["shortened"]] if pack else [],
         pack_json=json.dumps(pack, ensure_ascii=False, indent=2) if pack else "",
     )

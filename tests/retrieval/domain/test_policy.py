@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from retrieval import PermissionDeniedError, Principal, RememberRequest, remember
-from tests.support import FakeEmbedder, InProcess, in_process, pack_for
+from tests.support import FakeEmbedder, InProcess, in_process, pack_for, sign_in
 
 SCOPES = {
     "read": ("memory:read",),
@@ -37,8 +37,8 @@ CASES = [
 
 def expected(scopes: tuple[str, ...], case: str, team: str | None, needed: str) -> bool:
     allowed = needed in scopes and (team in (None, "team-a"))
-    if case == "reflect_other_owner":
-        allowed = allowed and "memory:read" in scopes
+    if case == "reflect_other_owner":  # the key is restricted to team-a: it administers team-a, not other owners
+        allowed = False
     return allowed
 
 
@@ -100,6 +100,47 @@ def test_an_admin_key_cannot_write_a_team_it_could_not_read(app: InProcess) -> N
         app.client.post("/v1/recall/context", headers=admin, json={"query": "x", "team_id": "team-z"}).status_code
         == 403
     )
+
+
+def test_a_teams_admin_administers_its_teams_and_never_another_owners_personal_memories(app: InProcess) -> None:
+    """The attack pass: an admin key restricted to team `core` listed alice's personal memories
+    (`owner_id=alice`, the console's owner switch) and wiped zed, who belongs to no team."""
+    ayla, zeno = app.headers("ayla", team_ids=("core",)), app.headers("zeno")
+    said = {"content": "Ayla's locker code is 4471.", "path": "personal"}
+    assert app.client.post("/api/v1/remember", headers=ayla, json=said).status_code == 201
+    shared = {"content": "The core team ships on Fridays.", "path": "team", "team_id": "core"}
+    assert app.client.post("/api/v1/remember", headers=ayla, json=shared).status_code == 201
+    assert (
+        app.client.post("/api/v1/remember", headers=zeno, json={"content": "Zeno's note.", "path": "p"}).status_code
+        == 201
+    )
+    team_admin = app.headers("lead", team_ids=("core",), scopes=SCOPES["admin"])
+    listed = app.client.get("/api/v1/memories", headers=team_admin, params={"owner_id": "ayla"})
+    assert listed.status_code == 403 and "4471" not in listed.text and "core" in listed.json()["error"]["message"]
+    reflected = {"dry_run": True, "owner_filter": "ayla"}
+    assert app.client.post("/api/v1/reflect", headers=team_admin, json=reflected).status_code == 403
+    failed, text = app.mcp(team_admin, "reflect", reflected)
+    assert failed and "403" in text
+    # forgetting an owner reaches only what the team's admin administers: ayla's memories in core
+    assert app.client.delete("/api/v1/owners/zeno/memories", headers=team_admin).json()["forgotten"] == []
+    forgotten = app.client.delete("/api/v1/owners/ayla/memories", headers=team_admin).json()["forgotten"]
+    assert len(forgotten) == 1
+    left = app.client.get("/api/v1/memories", headers=ayla).json()["memories"]
+    assert [m["content"] for m in left] == [said["content"]]
+    assert [m["content"] for m in app.client.get("/api/v1/memories", headers=zeno).json()["memories"]] == [
+        "Zeno's note."
+    ]
+    key = app.keys.create("lead", team_ids=("core",), scopes=SCOPES["admin"]).key
+    assert sign_in(app.client, key).status_code == 303
+    assert 'name="owner_id"' not in app.client.get("/ui/").text
+    switched = app.client.get("/ui/", params={"owner_id": "ayla"})
+    assert switched.status_code == 403 and "4471" not in switched.text
+    # the operator's admin, restricted to no team, keeps the whole store
+    operator = app.headers("root", scopes=SCOPES["admin"])
+    seen = app.client.get("/api/v1/memories", headers=operator, params={"owner_id": "ayla"}).json()["memories"]
+    assert [m["content"] for m in seen] == [said["content"]]
+    assert app.client.post("/api/v1/reflect", headers=operator, json=reflected).status_code == 200
+    assert len(app.client.delete("/api/v1/owners/zeno/memories", headers=operator).json()["forgotten"]) == 1
 
 
 def test_the_operator_may_name_any_team(make_engine: Any) -> None:

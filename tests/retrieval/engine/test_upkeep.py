@@ -5,6 +5,7 @@ vectors leave the disk with the old generation."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import threading
 import time
@@ -15,10 +16,10 @@ import pytest
 
 from retrieval import MemoryEngine, Principal, RememberRequest, RetrievalSettings, remember
 from retrieval.domain import embed_digest, embedding_text
-from retrieval.engine import MIN_FRESH, IndexUpkeep, index_layout
+from retrieval.engine import MIN_FRESH, IndexUpkeep, allocated_bytes, index_layout
 from retrieval.index import EdgeIndex
 from retrieval.usecases import forget_memory
-from tests.support import in_process
+from tests.support import fresh_database, in_process
 
 ALICE = Principal.local("alice")
 
@@ -179,3 +180,104 @@ def test_xmemo_serve_runs_the_upkeep_unless_it_is_turned_off(tmp_path):
     assert not app.engine.upkeep.running  # stopped with the engine
     with in_process(tmp_path / "off", index_upkeep=False) as app:
         assert app.engine.upkeep is None
+
+
+def test_the_room_a_rebuild_needs_counts_the_blocks_the_shard_takes_not_its_sparse_size(tmp_path, fake_embedder):
+    """Before: the check before a rebuild summed the apparent size of Edge's sparse files (245 MiB for
+    79 points), and refused a rebuild the disk had room for."""
+    with MemoryEngine(RetrievalSettings(data_dir=tmp_path), embedder=fake_embedder) as engine:
+        for n in range(20):
+            _remember(engine, f"note {n} on the lighthouse keeper's log")
+        engine.index.flush()
+        shard = engine.index.path
+        apparent = sum(f.stat().st_size for f in shard.rglob("*") if f.is_file())
+        taken = allocated_bytes(shard)
+        assert taken * 8 < apparent, (taken, apparent)  # the files are sparse: what this test is about
+        # a reserve that leaves room for two shards of their blocks, not for two of their apparent size
+        reserve = shutil.disk_usage(tmp_path).free - (apparent + taken)
+        settings = engine.settings.model_copy(update={"disk_reserve_bytes": reserve})
+        upkeep = IndexUpkeep(lambda: engine.index, settings, engine.embedder.name, index_layout(settings))
+        report = upkeep.rebuild()
+        assert report is not None and report["points"] == 20
+
+
+def _payload_marks(data_dir: Path) -> list[str]:
+    """Which of a forgotten memory's payload values (path, semantic_key, speaker) the shard files hold."""
+    held = _shard_bytes(data_dir)
+    return [mark for mark in ("vault-7731/blue", "combo-7731-key", "Quartermaster7731") if mark.encode() in held]
+
+
+def _secret(engine: MemoryEngine) -> str:
+    request = RememberRequest(
+        content="the combination is under the lamp",
+        path="vault-7731/blue",
+        semantic_key="combo-7731-key",
+        speaker="Quartermaster7731",
+    )
+    return remember(engine, ALICE, request).memory.id
+
+
+def _wait_for_build(engine: MemoryEngine, what: str) -> None:
+    assert engine.upkeep is not None
+    deadline = time.monotonic() + 60
+    while not engine.upkeep.builds:
+        assert time.monotonic() < deadline, f"no rebuild {what}"
+        time.sleep(0.05)
+    engine.index.sweep()
+
+
+def test_a_forget_whose_rebuild_never_finished_is_purged_after_a_restart(tmp_path, fake_embedder):
+    """Before: the pending forget was held in memory only; the next server never rebuilt for it."""
+    settings = RetrievalSettings(data_dir=tmp_path)
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:
+        for n in range(10):
+            _remember(engine, f"filler note {n} on the harbour")
+        secret = _secret(engine)
+        engine.index.flush()
+        assert len(_payload_marks(tmp_path)) == 3  # what the check below could find
+        engine.start_upkeep()
+        forget_memory(engine, ALICE, secret)
+    # closed at once: the rebuild the forget asked for was stopped (its child killed) before it installed
+    assert _payload_marks(tmp_path)
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:
+        engine.start_upkeep()
+        _wait_for_build(engine, "after the restart")
+        assert _payload_marks(tmp_path) == []
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:  # covered now: no rebuild is due
+        engine.start_upkeep()
+        assert engine.upkeep is not None and not engine.upkeep.due()
+
+
+def test_a_forget_through_one_replica_purges_every_replicas_files(make_engine, tmp_path):
+    """Before: on a shared PostgreSQL record only the replica that took the forget rebuilt its index; the
+    other deleted the point and kept its payload in its files."""
+    with fresh_database() as url:
+        a, b = make_engine(name="a", database_url=url), make_engine(name="b", database_url=url)
+        secret = _secret(a)
+        deadline = time.monotonic() + 30
+        while secret not in set(b.index.iter_ids()):
+            assert time.monotonic() < deadline, "replica b never took a's write"
+            time.sleep(0.05)
+        b.index.flush()
+        assert len(_payload_marks(tmp_path / "b")) == 3
+        a.start_upkeep()
+        b.start_upkeep()
+        forget_memory(a, ALICE, secret)
+        _wait_for_build(a, "on the replica that took the forget")
+        _wait_for_build(b, "on the other replica")
+        assert _payload_marks(tmp_path / "a") == [] and _payload_marks(tmp_path / "b") == []
+        a.close()
+        b.close()
+
+
+def test_a_reindex_covers_the_forgets_before_it(tmp_path, fake_embedder):
+    """Before: `xmemo reindex` left index.purged behind, so the next server rebuilt once more for
+    forgets the reindexed generation never held."""
+    settings = RetrievalSettings(data_dir=tmp_path)
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:
+        _remember(engine, "filler note on the harbour")
+        forget_memory(engine, ALICE, _secret(engine))
+        engine.reindex()
+        assert isinstance(engine.index, EdgeIndex)
+        assert IndexUpkeep.purged(engine.index) == engine.store.forget_count() == 1
+        assert not _upkeep(engine).due()

@@ -89,3 +89,22 @@ def test_a_closed_index_installs_nothing_and_an_abandoned_build_leaves_no_direct
     again.abandon_rebuild(target)
     assert not target.exists() and not again.rebuilding
     again.close()
+
+
+def test_a_build_leaves_no_count_beside_its_generation(tmp_path: Path) -> None:
+    """The child's own close saves its count as `index.N.fresh`; the count the server keeps is `index.fresh`
+    alone, so nothing named for a generation outlives the build, whether it was installed or abandoned."""
+    live = EdgeIndex(tmp_path / "index", DIMENSION)
+    live.upsert([_point("a")])
+    first = live.begin_rebuild()
+    _build(first, [_point("a")])
+    assert (tmp_path / "index.2.fresh").exists()  # what the child's close wrote
+    live.install(first)
+    second = live.begin_rebuild()
+    _build(second, [_point("a")])
+    live.abandon_rebuild(second)
+    live.close()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".fresh")) == ["index.fresh"]
+    (tmp_path / "index.7.fresh").write_text("index.7 3\n")  # a build killed before the server saw it
+    EdgeIndex(tmp_path / "index", DIMENSION).close()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".fresh")) == ["index.fresh"]

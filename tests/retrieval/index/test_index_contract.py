@@ -156,3 +156,17 @@ def test_dense_scores_are_exact_cosines_of_the_named_points(index):
     for point_id in wanted[:2]:
         text = DOCS[uuid.UUID(point_id).int - 1][3]
         assert scores[point_id] == pytest.approx(float(embedder.embed([text])[0] @ query), abs=FLOAT16_SCORE)
+
+
+def test_only_a_qdrant_server_that_counts_idf_over_the_searched_spaces_is_accepted():
+    """A server before 1.19 ignores `params.idf` and counts BM25's statistics over every tenant."""
+    from retrieval.index import counts_idf_per_corpus
+
+    assert [counts_idf_per_corpus(v) for v in ("1.15.4", "1.18.2", "1.19.0", "v1.20.1-rc", "2.0.0", "dev")] == [
+        False,
+        False,
+        True,
+        True,
+        True,
+        False,
+    ]

@@ -76,3 +76,13 @@ def test_blend_hand_computed():
 def test_recency_never_rises_with_age(age1, age2):
     older, newer = max(age1, age2), min(age1, age2)
     assert recency(NOW.timestamp() - older * 86400, NOW, 30.0) <= recency(NOW.timestamp() - newer * 86400, NOW, 30.0)
+
+
+def test_a_memory_in_another_script_is_scored_by_meaning_alone_when_the_encoder_crosses_scripts():
+    dense = [IndexHit("zh", 0.6, script="Han"), IndexHit("en", 0.5, script="Latin")]
+    bm25 = [IndexHit("en-word", 4.0, script="Latin")]
+    crossing = {c.id: c.relevance for c in fuse_convex(dense, bm25, 0.7, across="Latin")}
+    assert crossing["zh"] == pytest.approx(1.0)  # its dense part alone: BM25 could never have matched it
+    assert crossing["en"] == pytest.approx(0.7 * 1.5 / 1.6)  # same script, no shared word: BM25's 0 counts
+    english_only = {c.id: c.relevance for c in fuse_convex(dense, bm25, 0.7)}
+    assert english_only["zh"] == pytest.approx(0.7)

@@ -31,7 +31,7 @@ def _day(moment: float) -> str:
         ("What did I buy in May?", "2023-05-01", "2023-06-01"),
         ("what happened two weeks ago", "2023-05-03", "2023-05-10"),
         ("What did we discuss on 7 May 2023?", "2023-05-07", "2023-05-08"),
-        ("what did I cook last week", "2023-05-10", "2023-05-17"),
+        ("what did I cook last week", "2023-05-08", "2023-05-15"),  # the calendar week before
         ("what did I do last month", "2023-04-01", "2023-05-01"),
         ("where did we travel in 2022", "2022-01-01", "2023-01-01"),
         ("How many videos have I watched in the past few weeks?", "2023-04-29", "2023-05-21"),

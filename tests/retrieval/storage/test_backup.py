@@ -52,7 +52,9 @@ def test_import_as_one_owner_refuses_the_line_of_another(run, tmp_path, three_te
     assert f"line 1: belongs to owner {json.loads(lines[0])['owner_id']!r}, not 'admin'" in result.output
     result = run("import", "--owner", "alice", str(backup), data="restored")
     assert result.exit_code == 1 and f"line {foreign}: belongs to owner" in result.output
-    assert run("export", str(tmp_path / "none.jsonl"), data="restored").exit_code == 3  # nothing was written
+    # nothing was written: not even the data dir, which a read names instead of making (exit 1)
+    refused = run("export", str(tmp_path / "none.jsonl"), data="restored")
+    assert refused.exit_code == 1 and "no data dir at" in refused.output and "restored" in refused.output
 
 
 def test_import_without_owner_restores_every_line_as_it_was(run, tmp_path, three_tenants):

@@ -86,7 +86,7 @@ def test_the_mcp_text_is_counted_whole_and_fits_the_budget(engine, max_tokens):
     lines = text.split("\n")
     budget_line = next(line for line in lines if line.startswith("Budget:"))
     if "too small" in budget_line:
-        assert lines[0] == "### XMemo Context" and lines[2].startswith("Reference: ") and len(lines) == 3
+        assert lines[:2] == ["### XMemo Context", "Items: 1"] and lines[3].startswith("Reference: ") and len(lines) == 4
         return
     used = int(budget_line.split("used ")[1].split("/")[0])
     assert used == engine.tokens.count(text) <= max_tokens
@@ -95,10 +95,28 @@ def test_the_mcp_text_is_counted_whole_and_fits_the_budget(engine, max_tokens):
     assert text.split("Context:\n", 1)[1].startswith("[1] ")
 
 
-def test_a_budget_too_small_for_one_reference_says_so(engine):
-    pack = pack_for(engine, ALICE, "login failures ticket", max_items=8, max_tokens=12)
-    text = render_context_text(pack, engine.tokens)
-    assert text.split("\n")[1].startswith("Budget: too small: max_tokens 12")
+@pytest.mark.parametrize("max_tokens", [12, 30, 64])
+def test_a_budget_too_small_for_one_reference_says_the_least_that_holds_it(engine, max_tokens):
+    """Before: the text dropped the seed's `Items:` line, and with max_tokens 64-79 said the heading and
+    one reference need "50 tokens and more" while it was itself 64 tokens. Contract section 7: below the
+    least budget that holds the heading, the Items line and one Reference line, the text is those, a
+    Budget line naming that least budget (a true count), and nothing else."""
+    pack = pack_for(engine, ALICE, "login failures ticket", max_items=8, max_tokens=max_tokens)
+    lines = render_context_text(pack, engine.tokens).split("\n")
+    assert lines[:2] == ["### XMemo Context", "Items: 1"] and len(lines) == 4
+    assert lines[3] == f"Reference: {pack.items[0].id} | Type: {pack.items[0].type} | Location: {pack.items[0].path}"
+    prefix = f"Budget: too small: max_tokens {max_tokens} cannot hold the heading, the Items line and one reference; "
+    assert lines[2].startswith(prefix + "they need max_tokens ")
+    least = int(lines[2].removeprefix(prefix + "they need max_tokens "))
+    assert least > max_tokens
+    fits = render_context_text(
+        pack_for(engine, ALICE, "login failures ticket", max_items=8, max_tokens=least), engine.tokens
+    )
+    assert "too small" not in fits and engine.tokens.count(fits) <= least
+    below = render_context_text(
+        pack_for(engine, ALICE, "login failures ticket", max_items=8, max_tokens=least - 1), engine.tokens
+    )
+    assert f"they need max_tokens {least}" in below
 
 
 def test_no_match_text(engine):

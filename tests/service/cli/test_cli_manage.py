@@ -28,3 +28,17 @@ def test_the_management_verbs(run, tmp_path):
     run("export", str(out))
     assert "garden fact 9" not in out.read_text() and out.read_text().count("\n") == 2
     assert run("memories", "forget-owner", "--yes", "alice").output.strip() == "forgot 2 memories of alice"
+
+
+def test_list_takes_any_status_as_the_console_does(run):
+    assert run("remember", "--owner", "alice", "--path", "p", "--json", "a note to archive").exit_code == 0
+    first = json.loads(run("memories", "list", "--owner", "alice", "--json").output)["memories"][0]["id"]
+    assert run("memories", "archive", "--owner", "alice", first).exit_code == 0
+    every = json.loads(run("memories", "list", "--owner", "alice", "--status", "any", "--json").output)
+    assert [(m["id"], m["status"]) for m in every["memories"]] == [(first, "archived")]
+    active = json.loads(run("memories", "list", "--owner", "alice", "--status", "active", "--json").output)
+    assert active["memories"] == []
+    wrong = run("memories", "list", "--owner", "alice", "--status", "gone")
+    assert wrong.exit_code == 1 and "'gone' is not one of 'active', 'archived', 'expired', 'superseded', 'any'" in (
+        wrong.output
+    )

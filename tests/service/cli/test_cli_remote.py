@@ -4,10 +4,16 @@ over HTTP (service/cli/remote.py) with the same output and exit codes as on the 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import stat
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any, ClassVar
 
-from tests.support import RunningServer
+from retrieval.storage import lock_data_dir
+from tests.support import RunningServer, finishes
 
 AS_OF = "2026-12-01T12:00:00Z"
 READS = [
@@ -65,13 +71,17 @@ def test_the_data_commands_reach_a_running_server_with_the_same_output(run, tmp_
         assert _outputs(run, LISTS) == local_lists
         written = run("remember", "--owner", "ana", "--path", "calendar", "--occurred-at", AS_OF, "Standup is at 9:30.")
         assert written.exit_code == 0 and written.stdout.startswith("created "), written.output
-        again = run(
-            "remember", "--owner", "ana", "--path", "p", "--semantic-key", "bug:PAY-2291", "--json", notes[0][0]
-        )
+        keyed = ["--semantic-key", "bug:PAY-2291", "--json"]
+        again = run("remember", "--owner", "ana", "--path", "projects/payments", *keyed, notes[0][0])
         assert again.exit_code == 0 and json.loads(again.stdout)["outcome"] == "unchanged"
         # What the CLI wrote is the owner's: the operator acts as --owner.
         with server.client(server.key("ana")) as http:
             assert len(http.get("/api/v1/memories").json()["memories"]) == 3
+        # An owner beyond ASCII travels percent-encoded and stays that owner (not its latin-1 reading).
+        assert run("remember", "--owner", "bøb", "--path", "p", "Bøb's bike is blue.").exit_code == 0
+        with server.client(server.key("bøb")) as http:
+            assert [m["content"] for m in http.get("/api/v1/memories").json()["memories"]] == ["Bøb's bike is blue."]
+        assert "Bøb's bike is blue." in run("memories", "list", "--owner", "bøb").stdout
         remote_reads = _outputs(run, READS)
         # Errors keep their exit codes: a bad budget is a user error (1), reindex needs the data dir (3).
         refused = run("recall-context", "--owner", "ana", "--max-items", "0", "anything")
@@ -137,3 +147,75 @@ def test_the_management_verbs_beside_a_running_server(run, tmp_path: Path) -> No
         server.stop()
     listed = run("memories", "list", "--owner", "cy")
     assert listed.exit_code == 0 and memory_id not in listed.stdout
+
+
+class _Impostor(BaseHTTPRequestHandler):
+    """Whatever listens on a dead server's port: answers every request as a write that went well, and
+    keeps what it was sent."""
+
+    seen: ClassVar[list[dict[str, Any]]] = []
+
+    def _answer(self) -> None:
+        body = self.rfile.read(int(self.headers.get("content-length") or 0))
+        type(self).seen.append({"path": self.path, "headers": dict(self.headers), "body": body.decode()})
+        answer = json.dumps({"id": "x", "memory_id": "x", "status": "active", "version": 1, "outcome": "created"})
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.end_headers()
+        self.wfile.write(answer.encode())
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_a_hung_server_is_exit_3_in_seconds_naming_it(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    data = tmp_path / "data"
+    assert run("remember", "--owner", "bo", "--path", "p", "a first note").exit_code == 0
+    server = RunningServer(data)
+    pid = server.process.pid
+    try:
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            hung = finishes(lambda: run("search", "--owner", "bo", "first note"), seconds=30)
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert hung.exit_code == 3, hung.output
+        assert f"the server at {server.url} (pid {pid}, from server.json) does not answer within 2 s" in hung.output
+        assert run("search", "--owner", "bo", "first note").exit_code == 0  # running again, it is reached again
+    finally:
+        server.stop()
+
+
+def test_a_dead_servers_port_never_gets_the_secret(run, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """After a SIGKILL server.json stays; while another process holds the lock, or the file names a live
+    process that is not the server, whatever answers at the old URL gets no secret, owner or content."""
+    data = tmp_path / "data"
+    assert run("remember", "--owner", "bo", "--path", "p", "a first note").exit_code == 0
+    server = RunningServer(data)
+    announced = data / "server.json"
+    try:
+        token = json.loads(announced.read_text())["token"]
+        server.process.kill()  # SIGKILL: server.json stays behind
+        server.process.wait()
+        assert announced.exists()
+        _Impostor.seen = []
+        impostor = ThreadingHTTPServer(("127.0.0.1", server.port), _Impostor)
+        threading.Thread(target=impostor.serve_forever, daemon=True).start()
+        try:
+            with lock_data_dir(data):  # held as `xmemo reindex` or `import` holds it
+                dead = run("remember", "--owner", "bo", "--path", "p", "the vault code is 4711")
+                # A live pid holding the lock, and an answer at the URL, but not the server that wrote the file.
+                announced.write_text(json.dumps({"url": server.url, "pid": os.getpid(), "token": token}))
+                other = run("remember", "--owner", "bo", "--path", "p", "the vault code is 4711")
+        finally:
+            impostor.shutdown()
+            impostor.server_close()
+    finally:
+        server.stop()
+    assert dead.exit_code == 3 and "is in use by another xmemo process" in dead.output, dead.output
+    assert other.exit_code == 3 and f"what answers at {server.url} is not the server" in other.output, other.output
+    assert "created" not in dead.output + other.output
+    assert [seen["path"] for seen in _Impostor.seen] == ["/healthz"]  # the probe, and nothing after it
+    assert token not in json.dumps(_Impostor.seen) and "4711" not in json.dumps(_Impostor.seen)

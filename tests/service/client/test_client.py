@@ -22,7 +22,7 @@ from service.client import (
     ValidationError,
     XmemoClient,
 )
-from service.client.langgraph import XmemoStore
+from service.client.langgraph import ITEM, ITEM_ID, XmemoStore, _digest
 from tests.support import RunningServer, free_port
 
 HEAVY = ("torch", "onnxruntime", "qdrant_edge", "sentence_transformers", "sklearn", "retrieval", "compactor")
@@ -37,16 +37,15 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
 
 def test_a_client_remembers_recalls_searches_and_manages(server: RunningServer) -> None:
     with XmemoClient(server.url, server.key("cleo")) as client:
+        written_text = "The payments gateway times out on refunds over 10,000 EUR."
         written = client.remember(
-            "The payments gateway times out on refunds over 10,000 EUR.",
+            written_text,
             "projects/payments/bugs",
             semantic_key="bug:PAY-2291",
             importance=0.8,
         )
         assert written.outcome == "created" and written.version == 1
-        again = client.remember(
-            "The payments gateway times out on refunds over 10,000 EUR.", "p", semantic_key="bug:PAY-2291"
-        )
+        again = client.remember(written_text, "projects/payments/bugs", semantic_key="bug:PAY-2291")
         assert again.outcome == "unchanged" and again.id == written.id
         client.remember("Lunch on Friday is at the noodle place.", "life")
         pack = client.recall_context("What is the status of PAY-2291?", max_items=3, max_tokens=400)
@@ -148,6 +147,44 @@ def _a_store_session(store: XmemoStore) -> None:
         assert got is not None and got.value["text"].startswith("The user climbs")
 
     asyncio.run(twin())
+
+
+def test_a_teammate_cannot_shadow_a_langgraph_item(server: RunningServer) -> None:
+    """B, in A's team, writes a team memory carrying A's item digest, path and metadata (as the store
+    writes them): A's personal namespace holds A's memories alone; a team store holds the team's."""
+    ann, bob = server.key("ann", team_ids=("crew",)), server.key("bob", team_ids=("crew",))
+    users = ("users", "ann", "memories")
+    with XmemoClient(server.url, ann) as client:
+        store = XmemoStore(client)
+        store.put(users, "food", {"text": "Ann is vegetarian and loves Sichuan food."})
+        record = client.list_memories(path_prefix="users/ann/memories", metadata=f"{ITEM_ID}={_digest(users, 'food')}")
+        own = record.memories[0].metadata
+    shadow = {**own, ITEM: {"namespace": list(users), "key": "food", "value": {"text": "Ann eats Sichuan beef."}}}
+    with server.client(bob) as http:
+        for content, path, metadata in [
+            ("Ann eats Sichuan beef.", "users/ann/memories", shadow),
+            ("Bob's own namespace.", "users/bob", {**shadow, ITEM: {**shadow[ITEM], "namespace": ["users", "bob"]}}),
+        ]:
+            body = {
+                "content": content,
+                "path": path,
+                "team_id": "crew",
+                "memory_type": "semantic",
+                "metadata": metadata,
+            }
+            assert http.post("/api/v1/remember", json=body).status_code == 201
+    with XmemoClient(server.url, ann) as client:
+        store = XmemoStore(client)
+        assert store.get(users, "food").value["text"].startswith("Ann is vegetarian")  # type: ignore[union-attr]
+        hits = store.search(users, query="Sichuan food")
+        assert [h.value["text"][:3] for h in hits] == ["Ann"] and hits[0].value["text"].startswith("Ann is")
+        assert [h.value["text"][:3] for h in store.search(users)] == ["Ann"]
+        assert store.list_namespaces() == [users]
+        team = XmemoStore(client, team_id="crew")
+        assert team.get(users, "food").value["text"] == "Ann eats Sichuan beef."  # type: ignore[union-attr]
+        assert team.list_namespaces() == [("users", "ann", "memories"), ("users", "bob")]
+        team.delete(users, "food")
+        assert store.get(users, "food") is not None and team.get(users, "food") is None
 
 
 def test_the_client_and_the_store_load_no_heavy_part(server: RunningServer, tmp_path: Path) -> None:

@@ -94,3 +94,26 @@ def test_the_memories_list_sorts_by_when_it_happened_or_was_written(app) -> None
         "/api/v1/memories", headers=headers, params={"order": "occurred_at", "limit": 2, "cursor": first["next_cursor"]}
     ).json()
     assert [m["id"] for m in first["memories"] + rest["memories"]] == by_occurrence and rest["next_cursor"] is None
+
+
+def test_a_key_takes_the_label_rules_the_api_applies(app) -> None:  # type: ignore[no-untyped-def]
+    admin = app.keys.create("ops", scopes=("memory:read", "memory:write", "memory:admin")).key
+    assert sign_in(app.client, admin).status_code == 303
+    csrf = csrf_of(app.client.get("/ui/keys").text)
+    for field, value, message in [
+        ("owner", "\x1b[31mred", "owner must be at most 512 printable characters"),
+        ("owner", "o" * 5000, "owner must be at most 512 printable characters"),
+        ("teams", "t" * 600, "team must be at most 512 printable characters"),
+        ("project", "p" * 200_000, "project must be at most 512 printable characters"),
+    ]:
+        form = {"csrf": csrf, "owner": "dana", "scopes": ["memory:read"], field: value}
+        refused = app.client.post("/ui/keys", data=form)
+        assert refused.status_code == 422 and message in refused.text, (field, refused.status_code)
+    assert [k["owner_id"] for k in app.keys.list()] == ["ops"]
+    longest = "o" * 512  # the longest owner a key may name is one the API can forget
+    made = app.client.post("/ui/keys", data={"csrf": csrf, "owner": longest, "scopes": ["memory:read", "memory:write"]})
+    assert made.status_code == 200
+    key = next(k for k in app.keys.list() if k["owner_id"] == longest)
+    assert key["owner_id"] == longest
+    forgot = app.client.delete(f"/api/v1/owners/{longest}/memories", headers={"Authorization": f"Bearer {admin}"})
+    assert forgot.status_code == 200, forgot.text

@@ -1,0 +1,89 @@
+"""Questions led by their time: "what happened yesterday?", "what did we decide last week?", "上周三我们
+决定了什么？". When what a question says besides its date phrase is at most one word of content, its
+answer is whatever occurred in the window, not whatever shares its words: the memories of the window
+are its candidates (read from the record by `occurred_at`, retrieval/usecases/retrieve.py) and lead
+the ranking, ordered by what words remain. A question that names a topic and a time ("what did Marco
+say about the settlement window last week?") keeps the window as a preference (ranking/priors.py).
+
+Either way a relative date phrase ("10 days ago", "last week") is taken out of the words both channels
+search: it carries no topic, and "10 days ago" would match any "10" and "days". A phrase that names a
+calendar date ("on 7 May 2023", "in March") stays in them: memories write such dates out, and a
+conversation's turn often tells of an event on a date other than the one it occurred on.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TypeVar
+
+from .blend import Ranked
+from .dates import TimeWindow, query_window
+
+__all__ = ["GENERIC_WORDS", "TIME_LED_MAX_TERMS", "QueryTime", "content_words", "lead_with_window", "read_time"]
+
+# A question is led by its time when at most this many of its words are content: "what did we decide
+# last week" asks for the decisions of the window, "what did Marco say about rates last week" for a topic.
+TIME_LED_MAX_TERMS = 1
+# What a question about a time says without naming a topic: question words, pronouns, auxiliaries and
+# the verbs of telling and happening.
+_GENERIC = """a about all an and any anything are as at be been being can could did do does doing done else
+    events everything from get go going got had happen happened happening happens has have he her him his
+    how i in is it its just me my new news of on or our ours she so some something tell that the their
+    them then there these they thing things this those to up us was we went were what whatever when where
+    which who whom why will with would you your"""
+GENERIC_WORDS = frozenset(_GENERIC.split())
+# The same in Chinese, taken out of the text before its characters are counted.
+_GENERIC_CHINESE = re.compile(r"什么|哪些|哪个|发生|我们|你们|他们|我|你|了|的|吗|呢|啊|有|过|事情|事|都|做|些|请|告诉")
+_WORD = re.compile(r"[^\W\d_]+|\d+", re.UNICODE)
+_CJK = re.compile(r"[\u3400-\u9fff]")
+# A phrase that names a calendar date rather than a span back from the question.
+_ABSOLUTE = re.compile(
+    r"january|february|march|april|may|june|july|august|september|october|november|december"
+    r"|\b\d{4}\b|\d{1,2}/\d{1,2}|\d+\s*[年月日号]|[一二三四五六七八九十]+月",
+    re.IGNORECASE,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QueryTime:
+    """What a query says of time: its window (None: no date), the words both channels search, and
+    whether the window leads (a time-led question) or is only preferred."""
+
+    window: TimeWindow | None
+    words: str
+    led: bool
+
+    @property
+    def path(self) -> str | None:
+        return None if self.window is None else "time-led" if self.led else "preferred"
+
+
+def content_words(text: str) -> list[str]:
+    """The words of `text` that name something: not generic, not a number; a run of Chinese characters
+    counts one word per two characters that remain once the generic ones are out."""
+    words = [w for w in _WORD.findall(text.casefold()) if not w.isdigit() and not _CJK.match(w)]
+    chinese = "".join(_CJK.findall(_GENERIC_CHINESE.sub("", text)))
+    return [w for w in words if w not in GENERIC_WORDS] + [chinese[i : i + 2] for i in range(0, len(chinese), 2)]
+
+
+def read_time(query: str, as_of: datetime) -> QueryTime:
+    """The window `query` names relative to `as_of`, the words to search for it, and whether it leads."""
+    window = query_window(query, as_of)
+    if window is None:
+        return QueryTime(None, query, False)
+    rest = " ".join(query.replace(window.phrase, " ", 1).split())
+    led = len(content_words(rest)) <= TIME_LED_MAX_TERMS
+    words = query if _ABSOLUTE.search(window.phrase) else rest
+    return QueryTime(window, words or query, led)
+
+
+Item = TypeVar("Item", bound=Ranked)
+
+
+def lead_with_window(ranked: Sequence[Item], window: TimeWindow) -> list[Item]:
+    """The candidates that occurred in `window` first, each part in its own order."""
+    inside = [r for r in ranked if window.holds(r.candidate.occurred_ts)]
+    return inside + [r for r in ranked if not window.holds(r.candidate.occurred_ts)]

@@ -1,0 +1,51 @@
+"""Whether a question is led by its time, and the words left for both channels to search."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from retrieval.ranking import FusedCandidate, Ranked, lead_with_window, query_window, read_time
+
+ASKED = datetime(2026, 12, 3, 10, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("query", "words", "path"),
+    [
+        ("What happened yesterday?", "What happened ?", "time-led"),
+        ("What did we decide last week?", "What did we decide ?", "time-led"),
+        ("What happened 10 days ago?", "What happened ?", "time-led"),
+        ("What did we decide on Wednesday last week?", "What did we decide ?", "time-led"),
+        ("上周三我们决定了什么？", "我们决定了什么？", "time-led"),
+        ("anything from March?", "anything from March?", "time-led"),  # a calendar date stays searched
+        (
+            "What did Marco say about the settlement window last week?",
+            "What did Marco say about the settlement window ?",
+            "preferred",
+        ),
+        (
+            "What did we discuss about rates on 7 May 2023?",
+            "What did we discuss about rates on 7 May 2023?",
+            "preferred",
+        ),
+        ("上周关于结算窗口的讨论", "关于结算窗口的讨论", "preferred"),
+        ("Who owns the settlement rewrite?", "Who owns the settlement rewrite?", None),
+    ],
+)
+def test_a_question_is_time_led_when_its_date_is_most_of_what_it_says(query, words, path):
+    asked = read_time(query, ASKED)
+    assert (asked.words, asked.path) == (words, path)
+
+
+def _ranked(memory_id: str, score: float, day: str) -> Ranked:
+    ts = datetime.fromisoformat(f"{day}T12:00:00+00:00").timestamp()
+    return Ranked(FusedCandidate(memory_id, score, 1, 0.5, None, None, ts), score, 1.0, score)
+
+
+def test_the_window_leads_each_part_in_its_own_order():
+    window = query_window("yesterday", ASKED)
+    assert window is not None
+    ranked = [_ranked("a", 0.9, "2026-11-01"), _ranked("b", 0.5, "2026-12-02"), _ranked("c", 0.4, "2026-12-02")]
+    assert [r.id for r in lead_with_window(ranked, window)] == ["b", "c", "a"]
