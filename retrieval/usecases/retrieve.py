@@ -33,6 +33,7 @@ from ..ranking import (
     lead_with_window,
     may_name_keys,
     names_key,
+    newest_first,
     query_terms,
     rank_candidates,
     read_time,
@@ -271,11 +272,13 @@ def _merged(first: list[IndexHit], more: list[IndexHit]) -> list[IndexHit]:
 
 def _reading(moment: datetime, addressed: Addressed | None, asked: QueryTime, in_window: int) -> dict[str, Any]:
     """`retrieval_plan.query`: when the question was asked, the speaker and the time it was read to name,
-    the path that time took (`time-led` or `preferred`) and how many memories the window held."""
+    the path that time took (`time-led` or `preferred`) and how many memories the window held; for a
+    question without a date, the word that asked for the newest answers first (`recency`)."""
     window = asked.window
     return {
         "as_of": _utc_text(moment),
         "speaker": addressed.speaker if addressed else None,
+        "recency": asked.recent,
         "time_window": None
         if window is None
         else {
@@ -345,6 +348,8 @@ def hybrid_retrieve(
         ranked = spread_sessions(ranked, session_decay)
     if asked.led and asked.window is not None:
         ranked = lead_with_window(ranked, asked.window)
+    elif asked.recent is not None:
+        ranked = newest_first(ranked)
     candidates = Candidates(
         dense=len(found.dense),
         bm25=len(found.bm25),

@@ -117,6 +117,9 @@ class QueryReadingOut(BaseModel):
     as_of: str | None = Field(default=None, description="when the question was asked: dates resolve against it")
     speaker: str | None = Field(default=None, description="the speaker the query asks about, preferred")
     time_window: TimeWindowOut | None = Field(default=None, description="the time the query names")
+    recency: str | None = Field(
+        default=None, description="the word that asks for what is recent: the newest of the answers lead"
+    )
 
 
 class ContextPackOut(BaseModel):

@@ -304,3 +304,50 @@ def test_reads_answer_while_a_writer_holds_the_database(tmp_path: Path):
         count = connection.execute("SELECT access_count FROM memories WHERE id = ?", (memory_id,)).fetchone()[0]
         noted = connection.execute("SELECT count(*) FROM read_questions WHERE memory_id = ?", (memory_id,)).fetchone()
     assert count == reads and noted[0] == 1
+
+
+def test_queries_full_of_dates_leave_the_event_loop_free(tmp_path: Path):
+    """A server asked for packs on the longest query full of date-like numbers, four at a time, while
+    /healthz is asked again and again: date phrases are read from a bounded stretch of each query and
+    the model runs on its own thread, so no recall holds the event loop and /healthz answers at once
+    throughout. The bound, half a second, is several times what /healthz waits here (0.13 s at most,
+    four recalls in flight) and below what it waited when the whole query was parsed (0.7 s; 4.7 s
+    per query before the patterns were linear, issue 46)."""
+    from concurrent.futures import ThreadPoolExecutor
+    from time import perf_counter, sleep
+
+    query = ("12/11 1/2 3/4 " * 700)[:8192]
+    server = RunningServer(tmp_path / "data")
+    try:
+        headers = {"Authorization": f"Bearer {server.admin_key}"}
+        stored = httpx.post(
+            f"{server.url}/api/v1/remember", headers=headers, json={"content": "12/11: shipped", "path": "p"}
+        )
+        assert stored.status_code == 201, stored.text
+        done = threading.Event()
+        waits: list[float] = []
+
+        def probe() -> None:
+            with httpx.Client(base_url=server.url, timeout=60) as http:
+                while not done.is_set():
+                    started = perf_counter()
+                    assert http.get("/healthz").status_code == 200
+                    waits.append(perf_counter() - started)
+                    sleep(0.005)
+
+        def recall(_: int) -> int:
+            with httpx.Client(base_url=server.url, headers=headers, timeout=120) as http:
+                return http.post("/v1/recall/context", json={"query": query, "max_items": 4}).status_code
+
+        prober = threading.Thread(target=probe)
+        prober.start()
+        try:
+            with ThreadPoolExecutor(4) as pool:
+                statuses = list(pool.map(recall, range(40)))
+        finally:
+            done.set()
+            prober.join()
+    finally:
+        server.stop()
+    assert statuses == [200] * 40
+    assert len(waits) >= 5 and max(waits) < 0.5, sorted(waits)[-5:]

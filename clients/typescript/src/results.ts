@@ -122,6 +122,8 @@ export interface QueryReading {
   as_of?: string | null;
   speaker?: string | null;
   time_window?: TimeWindow | null;
+  /** The word that asked for what is recent ("recent", "latest", "最近"): the newest answers lead. */
+  recency?: string | null;
 }
 
 /** How the pack was retrieved and ranked. */

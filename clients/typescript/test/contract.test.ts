@@ -127,6 +127,7 @@ const RESPONSES: Record<string, FieldsOf<object>> = {
     as_of: "optional nullable",
     speaker: "optional nullable",
     time_window: "optional nullable",
+    recency: "optional nullable",
   } satisfies FieldsOf<QueryReading>,
   TimeWindowOut: {
     phrase: "required",

@@ -165,13 +165,14 @@ _COMPILED = [(re.compile(pattern), resolver) for pattern, resolver in _PATTERNS]
 PRE_CHECK = re.compile(r"[天日晚早周星期礼拜月年前]")
 
 
-def matches(text: str, today: date) -> Iterator[tuple[int, int, Days]]:
-    """(start, end, window) of every phrase the patterns read in `text`, relative to `today`."""
+def matches(text: str, today: date, pos: int = 0, endpos: int | None = None) -> Iterator[tuple[int, int, Days]]:
+    """(start, end, window) of each pattern's first phrase in `text[pos:endpos]`, relative to `today`."""
     for pattern, resolver in _COMPILED:
-        for match in pattern.finditer(text):
+        for match in pattern.finditer(text, pos, len(text) if endpos is None else endpos):
             try:
                 days = resolver(match, today)
             except (ValueError, OverflowError, KeyError):  # no such day, outside the calendar, 十十
                 continue
             if days is not None:
                 yield match.start(), match.end(), days
+                break

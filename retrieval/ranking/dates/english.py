@@ -247,10 +247,10 @@ def _plain_may(match: re.Match[str]) -> bool:
     return len(match.group(0).split()) == 1 and not _group(match, "year")
 
 
-def matches(text: str, today: date) -> Iterator[tuple[int, int, Days]]:
-    """(start, end, window) of every phrase the patterns read in `text`, relative to `today`."""
+def matches(text: str, today: date, pos: int = 0, endpos: int | None = None) -> Iterator[tuple[int, int, Days]]:
+    """(start, end, window) of each pattern's first phrase in `text[pos:endpos]`, relative to `today`."""
     for pattern, resolver in _COMPILED:
-        for match in pattern.finditer(text):
+        for match in pattern.finditer(text, pos, len(text) if endpos is None else endpos):
             if _plain_may(match):
                 continue
             try:
@@ -259,3 +259,4 @@ def matches(text: str, today: date) -> Iterator[tuple[int, int, Days]]:
                 continue
             if days is not None:
                 yield match.start(), match.end(), days
+                break

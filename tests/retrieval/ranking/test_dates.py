@@ -114,3 +114,18 @@ def test_a_long_adversarial_query_reads_its_first_phrase(query):
     window = query_window(query, ASKED)
     first = query.split()[0] if query[0].isascii() else None
     assert (window.phrase if window else None) == {"12/11": "12/11", "1": None, "last": "last week", None: None}[first]
+
+
+def test_a_phrase_far_into_a_long_query_is_read_where_it_is():
+    window = query_window("the notes " * 800 + "from last week", ASKED)
+    assert window is not None and window.phrase == "from last week"
+
+
+def test_the_patterns_read_only_around_the_first_date_words():
+    """The cost of reading a query is bounded: a phrase after its first MAX_DATE_WORDS date words, far
+    from them, is not read."""
+    from retrieval.ranking import MAX_DATE_WORDS
+
+    crowded = "this " * MAX_DATE_WORDS + "notes " * 100
+    assert query_window(crowded + "from last week", ASKED) is None
+    assert query_window("this " * (MAX_DATE_WORDS - 1) + "notes " * 100 + "from last week", ASKED) is not None

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from retrieval.ranking import FusedCandidate, Ranked, lead_with_window, query_window, read_time
+from retrieval.ranking import FusedCandidate, Ranked, lead_with_window, newest_first, query_window, read_time
 
 ASKED = datetime(2026, 12, 3, 10, tzinfo=UTC)
 
@@ -49,3 +49,31 @@ def test_the_window_leads_each_part_in_its_own_order():
     assert window is not None
     ranked = [_ranked("a", 0.9, "2026-11-01"), _ranked("b", 0.5, "2026-12-02"), _ranked("c", 0.4, "2026-12-02")]
     assert [r.id for r in lead_with_window(ranked, window)] == ["b", "c", "a"]
+
+
+@pytest.mark.parametrize(
+    ("query", "word"),
+    [
+        ("recent decisions on the payments project", "recent"),
+        ("What is the latest on the settlement rewrite?", "latest"),
+        ("What is Dana working on these days?", "these days"),
+        ("Who currently owns the ledger?", "currently"),
+        ("最近的决定有哪些？", "最近的"),
+        ("Who owns the settlement rewrite?", None),
+        ("What did we decide recently about rates last week?", None),  # a window says which time already
+    ],
+)
+def test_a_question_without_a_date_may_ask_for_what_is_recent(query, word):
+    assert read_time(query, ASKED).recent == word
+
+
+def test_the_newest_of_the_answers_lead_and_a_fresh_note_that_does_not_answer_stays_behind():
+    ranked = [
+        _ranked("old-answer", 1.0, "2026-11-02"),
+        _ranked("new-answer", 0.95, "2026-12-01"),
+        _ranked("mid-answer", 0.92, "2026-11-20"),
+        _ranked("fresh-other", 0.5, "2026-12-03"),
+    ]
+    assert [r.id for r in newest_first(ranked)] == ["new-answer", "mid-answer", "old-answer", "fresh-other"]
+    assert [r.id for r in newest_first(ranked, share=1.0)] == ["old-answer", "new-answer", "mid-answer", "fresh-other"]
+    assert newest_first([]) == []

@@ -1,4 +1,4 @@
-"""Questions led by their time, on a constructed week of an engineering agent's notes (47 memories,
+"""Questions led by their time, on a constructed week of an engineering agent's notes (49 memories,
 tests/data/week_of_notes.json, asked on Thursday 2026-12-03): the memories of the window the question
 names fill the pack, and `retrieval_plan` says which path the time took. The real model, SQLite and
 Qdrant Edge."""
