@@ -18,6 +18,7 @@ from retrieval.domain import (
     member_team,
     parse_time,
     require,
+    whole,
 )
 
 __all__ = [
@@ -128,6 +129,7 @@ def _window(request: ReflectRequest, now: datetime) -> tuple[datetime, datetime,
 
 
 def _clamp_limit(limit: Any) -> int:
+    limit = whole(limit)
     if isinstance(limit, bool) or not isinstance(limit, int):
         raise ValidationError("limit must be an integer")
     return max(1, min(MAX_LIMIT, limit))

@@ -183,17 +183,55 @@ def _read_tools(server: MCPServer, tools: _Tools) -> None:
         return render_context_text(pack, tools.engine_of().tokens)
 
     @server.tool(name="recall", description="Light best-effort recall: the few most relevant memories.")
-    async def recall_tool(query: str, ctx: Context, limit: Integer = DEFAULT_RECALL_LIMIT) -> str:
-        found = await tools.read(ctx, lambda: LightRecallRequest(query=query, limit=limit), recall)
+    async def recall_tool(
+        query: str,
+        ctx: Context,
+        limit: Integer = DEFAULT_RECALL_LIMIT,
+        scope: str = "",
+        team_id: str = "",
+        bucket: str = "",
+        path_filter: str = "",
+        memory_type: str = "",
+    ) -> str:
+        def build() -> LightRecallRequest:
+            return LightRecallRequest(
+                query=query,
+                limit=limit,
+                scope=scope,
+                team_id=team_id,
+                bucket=bucket,
+                path_filter=path_filter,
+                memory_type=memory_type,
+            )
+
+        found = await tools.read(ctx, build, recall)
         return render_search_text(found.results, "XMemo Recall")
 
     @server.tool(name="search_memory", description="Strict search: only memories that match well; may return nothing.")
     async def search_memory_tool(
-        query: str, ctx: Context, limit: Integer = DEFAULT_SEARCH_LIMIT, min_score: Number = None
+        query: str,
+        ctx: Context,
+        limit: Integer = DEFAULT_SEARCH_LIMIT,
+        min_score: Number = None,
+        scope: str = "",
+        team_id: str = "",
+        bucket: str = "",
+        path_filter: str = "",
+        memory_type: str = "",
     ) -> str:
-        found = await tools.read(
-            ctx, lambda: SearchRequest(query=query, limit=limit, min_score=min_score), search_memory
-        )
+        def build() -> SearchRequest:
+            return SearchRequest(
+                query=query,
+                limit=limit,
+                min_score=min_score,
+                scope=scope,
+                team_id=team_id,
+                bucket=bucket,
+                path_filter=path_filter,
+                memory_type=memory_type,
+            )
+
+        found = await tools.read(ctx, build, search_memory)
         return render_search_text(found.results, "XMemo Search")
 
 

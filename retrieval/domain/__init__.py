@@ -66,6 +66,7 @@ from .texts import (
 )
 from .timing import Phases, timed
 from .validation import (
+    BLANK_CLASS,
     check_content,
     check_field,
     check_key,
@@ -80,12 +81,14 @@ from .validation import (
     is_blank,
     memory_type_or_auto,
     optional_time,
+    whole,
 )
 from .writing_systems import NO_SCRIPT, lexical_units, script_of, shared_fraction
 
 __all__ = [
     "ADMIN",
     "BATCH_LIMIT",
+    "BLANK_CLASS",
     "DATABASE_SCHEMES",
     "DEFAULT_PACK_ITEMS",
     "DEFAULT_PACK_TOKENS",
@@ -174,4 +177,5 @@ __all__ = [
     "timed",
     "unit_texts",
     "utc_now",
+    "whole",
 ]

@@ -20,6 +20,7 @@ from .path_filter import PathPattern, path_pattern
 from .records import KEY_PATTERN, MemoryType, format_time, parse_time
 
 __all__ = [
+    "BLANK_CLASS",
     "check_content",
     "check_field",
     "check_key",
@@ -34,11 +35,22 @@ __all__ = [
     "is_blank",
     "memory_type_or_auto",
     "optional_time",
+    "whole",
 ]
 
-# White space as JSON Schema (ECMA-262) patterns define it, so that the OpenAPI pattern "\S" and this
-# check agree on what is blank (Python's str.isspace also counts \x1c-\x1f, ECMA does not).
-_BLANK = re.compile("[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]*")
+# Blank, as one character class for patterns that JSON Schema (ECMA-262), pydantic (Rust regex) and
+# Python all read alike (their shorthand \s classes differ at the edges: Python's also counts \x1c-\x1f):
+# white space as ECMA-262 defines it, and the characters Unicode makes default ignorable, which render as
+# nothing (zero-width spaces and joiners, direction marks, word joiners, variation selectors, fillers).
+BLANK_CLASS = (
+    "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+    "\\u00ad\\u034f\\u061c\\u115f\\u1160\\u17b4\\u17b5\\u180b-\\u180f\\u200b-\\u200f\\u202a-\\u202e"
+    "\\u2060-\\u206f\\u3164\\ufe00-\\ufe0f\\ufeff\\uffa0\\ufff0-\\ufff8"
+)
+# Beyond the Basic Multilingual Plane (which an ECMA-262 pattern without the u flag cannot name), the
+# default ignorables are checked here only: a text of them alone passes the schema and is refused by the
+# use case, a 422 either way.
+_BLANK = re.compile(f"[{BLANK_CLASS}\\U0001bca0-\\U0001bca3\\U0001d173-\\U0001d17a\\U000e0000-\\U000e0fff]*")
 
 
 def is_blank(text: str) -> bool:
@@ -97,7 +109,16 @@ def check_key(key: Any, name: str) -> str:
     return key
 
 
+def whole(value: Any) -> Any:
+    """An integer as JSON Schema reads one: 5 or 5.0 (taken as 5), never `true` or the text "5"; whatever else
+    is passed as it is, for the check after to refuse. The one rule for every integer over REST, MCP and the CLI."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def check_range(value: Any, name: str, low: int, high: int) -> int:
+    value = whole(value)
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         raise ValidationError(f"{name} must be an integer from {low} to {high}")
     return value

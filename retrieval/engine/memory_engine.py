@@ -32,7 +32,16 @@ from ..domain import (
 from ..encoding import CachedEmbedder, Embedder, EmbeddingCache, SparseEncoder, open_embedder
 from ..index import EdgeIndex, IndexFilter, VectorIndex, open_index, remove_shards, shards_exist
 from ..ranking import TokenCounter, token_counter
-from ..storage import MODEL_KEYS, FreeSpace, MemoryStore, UnitOfWork, lock_data_dir, map_sql_faults, secure_data_dir
+from ..storage import (
+    MODEL_KEYS,
+    FreeSpace,
+    MemoryStore,
+    UnitOfWork,
+    lock_data_dir,
+    map_sql_faults,
+    replace_private,
+    secure_data_dir,
+)
 from .feed import IndexFeed
 from .read_tracking import ReadTracker
 from .replica import ChangeFollower, HeldVersions
@@ -48,6 +57,11 @@ INDEX_BATCH = 512
 # at the next start by itself, a Qdrant server's collection by `xmemo reindex`. The embedded index keeps
 # its layout in a file beside it (each process has its own), a server's is in the record's meta.
 LAYOUT_KEY = "index_layout"
+# A reindex notes the model it rebuilds with before it empties the index, and clears the note when the
+# whole record is in: an index that a killed reindex left half in one model and half in another is never
+# read (both models may give vectors of one dimension, so nothing else would tell). Where the layout is
+# kept, the note is too: a file beside the embedded index, the record's meta for a server's collection.
+REINDEX_KEY = "reindex_pending"
 
 
 def index_layout(settings: RetrievalSettings) -> str:
@@ -133,6 +147,12 @@ class MemoryEngine:
     # -- opening ------------------------------------------------------------------------------
 
     def _open_index(self, allow_model_change: bool) -> VectorIndex:
+        pending = self._reindex_pending()
+        if pending is not None and not allow_model_change:
+            raise ModelMismatchError(
+                f"a reindex with {pending} stopped before it finished: the index holds vectors of two models. "
+                "Run `xmemo reindex` to finish it."
+            )
         stored = self.store.get_metas(MODEL_KEYS)
         if "embedding_model" not in stored:  # a new store: replicas starting together agree on one writer
             stored = self.store.ensure_metas(self._model_meta())
@@ -202,6 +222,34 @@ class MemoryEngine:
             self.store.set_metas({LAYOUT_KEY: layout})
         else:
             self._layout_file.write_text(layout + "\n", encoding="utf-8")
+
+    @property
+    def _reindex_file(self) -> Path:
+        return self.settings.data_dir / "reindex-pending"
+
+    def _reindex_pending(self) -> str | None:
+        """The model of a reindex that began and has not finished, or None."""
+        if self.settings.qdrant_url:
+            return self.store.get_metas((REINDEX_KEY,)).get(REINDEX_KEY) or None
+        try:
+            return self._reindex_file.read_text(encoding="utf-8").strip() or None
+        except FileNotFoundError:
+            return None
+
+    def _note_reindex(self, model: str) -> None:
+        """On disk before the index is emptied (a crash after it leaves the note)."""
+        if self.settings.qdrant_url:
+            self.store.set_metas({REINDEX_KEY: model})
+        else:
+            replace_private(self._reindex_file, model + "\n")
+
+    def _reindex_finished(self) -> None:
+        """The record names the model the whole index now holds; then the note goes."""
+        if self.settings.qdrant_url:
+            self.store.set_metas({**self._model_meta(), REINDEX_KEY: ""})
+            return
+        self.store.set_metas(self._model_meta())
+        self._reindex_file.unlink(missing_ok=True)
 
     def _model_meta(self) -> dict[str, str]:
         """What the record says this store is embedded with (storage/store.py MODEL_KEYS)."""
@@ -402,6 +450,7 @@ class MemoryEngine:
         """Rebuild the whole index from SQL with the configured model; returns the records indexed."""
         with self.write_lock:
             dimension = self.embedder.dimension
+            self._note_reindex(self.embedder.name)
             if self.settings.qdrant_url:
                 self.index.close()
             else:  # a damaged shard may fail to close; it is thrown away anyway
@@ -419,8 +468,8 @@ class MemoryEngine:
             self.index.optimize()
             if isinstance(self.index, EdgeIndex):  # so the upkeep does not rebuild for them again
                 IndexUpkeep.note_purged(self.index, forgets)
-            self.store.set_metas(self._model_meta())
             self._record_layout()
+            self._reindex_finished()
             if self.follower is not None:  # follow on from before the rebuild (replaying is idempotent)
                 self.follower.seq = mark
                 self.follower.checkpoint()

@@ -270,7 +270,8 @@ def search_memory(engine: MemoryEngine, read: PreparedRead[SearchRequest]) -> Se
         keyed = h.memory.semantic_key is not None and names_key(named, h.memory.semantic_key)
         lexical = 1.0 if (wanted and wanted <= terms) or keyed else 0.0
         cosine = h.ranked.candidate.dense_score  # exact for every hybrid candidate (see retrieve._dense_fill)
-        strict = max(cosine if cosine is not None else -1.0, lexical)
+        # A cosine of stored half-precision vectors may round past 1 (1.000045); a score stays within [0, 1].
+        strict = min(1.0, max(cosine if cosine is not None else -1.0, lexical))
         if strict >= threshold:
             results.append(SearchResult.of(h.memory, round(strict, 6), round(h.ranked.score, 6)))
     # Listed in the order of the score shown (the strict one), the ranking breaking ties; each thing once.
@@ -315,8 +316,8 @@ def project_context(
     project_id = check_field(project_id, "project_id", allow_empty=False)
     if len(project_id) > MAX_PROJECT_ID:
         raise ValidationError(f"project_id must be at most {MAX_PROJECT_ID} characters")
-    check_range(max_items, "max_items", 1, MAX_PACK_ITEMS)
-    check_range(max_tokens, "max_tokens", 1, MAX_PACK_TOKENS)
+    max_items = check_range(max_items, "max_items", 1, MAX_PACK_ITEMS)
+    max_tokens = check_range(max_tokens, "max_tokens", 1, MAX_PACK_TOKENS)
     scope_key = f"{PROJECT_SCOPE_PREFIX}{project_id}"
     filters = read_filters(principal, team_id=team_id, scope=scope_key)
     if durable_query and durable_query.strip():

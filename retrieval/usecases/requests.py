@@ -81,7 +81,7 @@ class Filtered:
 
     def __post_init__(self) -> None:
         _set(self, "scope", check_field(self.scope, "scope") if self.scope else None)
-        _set(self, "team_id", self.team_id or None)  # membership is its check (filters_for)
+        _set(self, "team_id", check_field(self.team_id, "team_id") if self.team_id else None)  # and membership
         _set(self, "bucket", check_field(self.bucket, "bucket") if self.bucket not in (None, "", "%") else None)
         _set(self, "path_pattern", check_path_filter(self.path_filter))
         _set(self, "path_filter", self.path_pattern.text if self.path_pattern is not None else None)
@@ -135,8 +135,10 @@ class RecallRequest(ReadRequest):
 
     def __post_init__(self) -> None:
         ReadRequest.__post_init__(self)
-        check_range(self.max_items, "max_items", 1, MAX_PACK_ITEMS)
-        check_range(self.max_tokens, "max_tokens", 1, MAX_PACK_TOKENS)
+        _set(self, "max_items", check_range(self.max_items, "max_items", 1, MAX_PACK_ITEMS))
+        _set(self, "max_tokens", check_range(self.max_tokens, "max_tokens", 1, MAX_PACK_TOKENS))
+        if self.as_of == "":  # not "now": left out is now, and REST refuses the empty text as a time
+            raise ValidationError("as_of must be an ISO 8601 time with a zone, or left out for now")
         _set(self, "as_of", optional_time(self.as_of, "as_of"))
         _set(self, "asked_at", parse_time(self.as_of, field_name="as_of") if self.as_of else None)
         if self.asked_at is not None and not AS_OF_RANGE[0] <= self.asked_at < AS_OF_RANGE[1]:
@@ -158,7 +160,7 @@ class SearchRequest(ReadRequest):
 
     def __post_init__(self) -> None:
         ReadRequest.__post_init__(self)
-        check_range(self.limit, "limit", 1, MAX_SEARCH_LIMIT)
+        _set(self, "limit", check_range(self.limit, "limit", 1, MAX_SEARCH_LIMIT))
         if self.min_score is not None:
             _set(self, "min_score", check_unit(self.min_score, "min_score"))
 
@@ -171,7 +173,7 @@ class LightRecallRequest(ReadRequest):
 
     def __post_init__(self) -> None:
         ReadRequest.__post_init__(self)
-        check_range(self.limit, "limit", 1, MAX_RECALL_LIMIT)
+        _set(self, "limit", check_range(self.limit, "limit", 1, MAX_RECALL_LIMIT))
 
     def records_read(self) -> int | None:
         return PACK_WINDOW * self.limit

@@ -9,7 +9,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, StringConstraints
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, Strict, StrictBool, StringConstraints
 
 from compactor.options import DEFAULT_LIMIT, MAX_LIMIT
 from compactor.plan import PROPOSAL_PATTERN
@@ -17,6 +17,7 @@ from compactor.reflect import MAX_EXCLUDE
 from compactor.reflect_report import PLAN_DIGEST_PATTERN
 from retrieval.domain import (
     BATCH_LIMIT,
+    BLANK_CLASS,
     DEFAULT_PACK_ITEMS,
     DEFAULT_PACK_TOKENS,
     KEY_REGEX,
@@ -25,6 +26,7 @@ from retrieval.domain import (
     MAX_PACK_ITEMS,
     MAX_PACK_TOKENS,
     MAX_QUERY_CHARS,
+    whole,
 )
 from retrieval.usecases import AS_OF_YEARS_PATTERN
 
@@ -55,9 +57,9 @@ __all__ = [
     "pattern_words",
 ]
 
-# "Not blank" as one character class that JSON Schema (ECMA-262), pydantic (Rust regex) and
-# retrieval/domain/validation.py is_blank all read alike; their shorthand \s classes differ at the edges.
-_SPACE = "\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff"
+# "Not blank" as the one character class that JSON Schema, pydantic and the use cases' is_blank read alike
+# (retrieval/domain/validation.py BLANK_CLASS).
+_SPACE = BLANK_CLASS
 NOT_BLANK = f"[^{_SPACE}]"
 # Not blank, and no NUL anywhere (PostgreSQL cannot store one; both backends refuse it alike).
 NOT_BLANK_TEXT = f"^[^\\x00]*[^{_SPACE}\\x00][^\\x00]*$"
@@ -87,15 +89,9 @@ def _text_only(value: Any) -> Any:
 Timestamp = Annotated[AwareDatetime, BeforeValidator(_text_only)]
 
 
-def _not_boolean(value: Any) -> Any:
-    """`true` is not 1: lax integer parsing would take it, and JSON Schema's integer does not."""
-    if isinstance(value, bool):
-        raise ValueError("must be an integer, not a boolean")
-    return value
-
-
-# An integer as JSON Schema has it (1.0 included), never a boolean.
-Count = Annotated[int, BeforeValidator(_not_boolean)]
+# An integer as JSON Schema has it (5.0 included), never `true` or the text "5": the use cases' rule
+# (retrieval/domain/validation.py whole), so that REST, MCP and the CLI accept the same numbers.
+WholeNumber = Annotated[int, Strict(), BeforeValidator(whole)]
 
 
 def iso(moment: datetime | None) -> str | None:
@@ -108,8 +104,8 @@ class _Strict(BaseModel):
 
 class RecallContextBody(_Strict):
     query: QueryText
-    max_items: Count = Field(default=DEFAULT_PACK_ITEMS, ge=1, le=MAX_PACK_ITEMS)
-    max_tokens: Count = Field(default=DEFAULT_PACK_TOKENS, ge=1, le=MAX_PACK_TOKENS)
+    max_items: WholeNumber = Field(default=DEFAULT_PACK_ITEMS, ge=1, le=MAX_PACK_ITEMS)
+    max_tokens: WholeNumber = Field(default=DEFAULT_PACK_TOKENS, ge=1, le=MAX_PACK_TOKENS)
     scope: Label | None = None
     team_id: Label | None = None
     bucket: Label | None = None
@@ -125,8 +121,8 @@ class RecallContextBody(_Strict):
 
 class ProjectContextBody(_Strict):
     team_id: Label | None = None
-    max_items: Count = Field(default=DEFAULT_PACK_ITEMS, ge=1, le=MAX_PACK_ITEMS)
-    max_tokens: Count = Field(default=DEFAULT_PACK_TOKENS, ge=1, le=MAX_PACK_TOKENS)
+    max_items: WholeNumber = Field(default=DEFAULT_PACK_ITEMS, ge=1, le=MAX_PACK_ITEMS)
+    max_tokens: WholeNumber = Field(default=DEFAULT_PACK_TOKENS, ge=1, le=MAX_PACK_TOKENS)
     durable_query: Annotated[str, StringConstraints(max_length=MAX_QUERY_CHARS)] | None = None
 
 
@@ -205,7 +201,7 @@ class ReflectBody(_Strict):
     bucket: Label = "%"
     scope: Label | None = None
     team_id: Label | None = None
-    limit: int = Field(default=DEFAULT_LIMIT, strict=True, description=f"candidate budget; clamped to 1..{MAX_LIMIT}")
+    limit: WholeNumber = Field(default=DEFAULT_LIMIT, description=f"candidate budget; clamped to 1..{MAX_LIMIT}")
 
 
 def pattern_words(pattern: str, value: object) -> str:
@@ -236,23 +232,13 @@ def pattern_words(pattern: str, value: object) -> str:
     return "is not in the expected form"
 
 
-def _whole(value: Any) -> Any:
-    """JSON Schema's integer includes 8.0: take a whole float as its int, and nothing else lax (no text, no bool)."""
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-WholeNumber = Annotated[int, BeforeValidator(_whole)]
-
-
 StoredType = Literal["episodic", "semantic", "procedural", "identity", "working"]
 
 
 class EditBody(_Strict):
     """The fields to change (only those sent) and the version they were read at."""
 
-    expected_version: WholeNumber = Field(ge=1, strict=True, description="409 if the memory is at another version")
+    expected_version: WholeNumber = Field(ge=1, description="409 if the memory is at another version")
     content: Content | None = None
     path: NonBlankLabel | None = None
     memory_type: StoredType | None = None

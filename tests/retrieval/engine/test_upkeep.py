@@ -248,6 +248,30 @@ def test_a_forget_whose_rebuild_never_finished_is_purged_after_a_restart(tmp_pat
         assert engine.upkeep is not None and not engine.upkeep.due()
 
 
+def test_a_forget_whose_rebuild_was_refused_for_room_is_purged_after_a_restart(tmp_path, fake_embedder, caplog):
+    """Before: a rebuild refused for want of room dropped the pending forget with the process."""
+    settings = RetrievalSettings(data_dir=tmp_path)
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:
+        for n in range(10):
+            _remember(engine, f"filler note {n} on the harbour")
+        secret = _secret(engine)
+        engine.index.flush()
+        # the upkeep sees a disk whose reserve leaves no room for a second shard (writes keep theirs)
+        engine.settings = settings.model_copy(update={"disk_reserve_bytes": shutil.disk_usage(tmp_path).free})
+        engine.start_upkeep()
+        forget_memory(engine, ALICE, secret)
+        deadline = time.monotonic() + 60
+        while "a rebuild needs" not in caplog.text:
+            assert time.monotonic() < deadline, "the rebuild was never refused for room"
+            time.sleep(0.05)
+        assert engine.upkeep is not None and not engine.upkeep.builds
+    assert _payload_marks(tmp_path)
+    with MemoryEngine(settings, embedder=fake_embedder) as engine:
+        engine.start_upkeep()
+        _wait_for_build(engine, "after the restart")
+        assert _payload_marks(tmp_path) == []
+
+
 def test_a_forget_through_one_replica_purges_every_replicas_files(make_engine, tmp_path):
     """Before: on a shared PostgreSQL record only the replica that took the forget rebuilt its index; the
     other deleted the point and kept its payload in its files."""
