@@ -7,13 +7,14 @@ read of a query as the REST routes run it, anything else on a worker thread)."""
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 from anyio import to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import BeforeValidator, ValidationInfo, WithJsonSchema
 
 from compactor import ReflectRequest, ReflectSettings, reflect, render_reflect_text
@@ -60,7 +61,8 @@ Request = TypeVar("Request", bound=ReadRequest)
 Result = TypeVar("Result")
 
 
-def _principal(ctx: Context) -> Principal:
+def _request_principal(ctx: Context) -> Principal:
+    """Who calls over HTTP: the key the edge middleware authenticated (service/middleware.py)."""
     request = ctx.request_context.request
     principal = getattr(getattr(request, "state", None), "principal", None)
     if not isinstance(principal, Principal):  # the edge middleware guarantees it; fail closed anyway
@@ -83,6 +85,7 @@ class _Tools:
 
     engine_of: Callable[[], MemoryEngine]
     reflect_settings: ReflectSettings
+    principal_of: Callable[[Context], Principal]
 
     async def run(self, function: Callable[..., Result], *args: Any, **kwargs: Any) -> Result:
         """Run a use case off the event loop; domain errors reach the client with the REST status."""
@@ -98,12 +101,38 @@ class _Tools:
         """A read of a query, run as the REST routes run it (service/loop_reads.py); the request is built
         inside, so that a refused one is the tool error REST's 422 is."""
         with _tool_errors():
-            return await read_for_query(self.engine_of(), _principal(ctx), build(), use_case)
+            return await read_for_query(self.engine_of(), self.principal_of(ctx), build(), use_case)
 
 
-def build_mcp(engine_of: Callable[[], MemoryEngine], reflect_settings: ReflectSettings) -> MCPServer:
-    server: MCPServer = MCPServer(name="xmemo", instructions="Long-term memory for agents: remember, recall, reflect.")
-    tools = _Tools(engine_of, reflect_settings)
+Forward = Callable[[str, dict[str, Any]], Awaitable[CallToolResult]]
+
+
+class _Server(MCPServer):
+    """The tools as listed; with `forward`, each call is answered by it (another server's endpoint)."""
+
+    def __init__(self, forward: Forward | None) -> None:
+        super().__init__(name="xmemo", instructions="Long-term memory for agents: remember, recall, reflect.")
+        self.forward = forward
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        if self.forward is not None:
+            return await self.forward(name, arguments)
+        return await super().call_tool(name, arguments, context)
+
+
+def build_mcp(
+    engine_of: Callable[[], MemoryEngine],
+    reflect_settings: ReflectSettings,
+    *,
+    principal_of: Callable[[Context], Principal] = _request_principal,
+    forward: Forward | None = None,
+) -> MCPServer:
+    """The MCP tools over `engine_of`'s store for the principal `principal_of` names (over HTTP: the
+    request's key; over stdio: the CLI's owner, cli/mcp_stdio.py); `forward`: every call answered by it."""
+    server = _Server(forward)
+    tools = _Tools(engine_of, reflect_settings, principal_of)
     _write_tools(server, tools)
     _read_tools(server, tools)
     _reflect_tools(server, tools)
@@ -145,7 +174,7 @@ def _write_tools(server: MCPServer, tools: _Tools) -> None:
             session_id=session_id,
             metadata=metadata or {},
         )
-        result = await tools.run(remember, _principal(ctx), request)
+        result = await tools.run(remember, tools.principal_of(ctx), request)
         return f"Remembered: {result.id} (version {result.version}, {result.outcome})"
 
 
@@ -274,7 +303,7 @@ def _reflect_tools(server: MCPServer, tools: _Tools) -> None:
         )
         report = await tools.run(
             reflect,
-            _principal(ctx),
+            tools.principal_of(ctx),
             request,
             tools.reflect_settings,
             expected_plan=expected_plan or None,
@@ -284,7 +313,7 @@ def _reflect_tools(server: MCPServer, tools: _Tools) -> None:
 
     @server.tool(name="get_mcp_identity", description="Who this connection is: owner, agent, tenant and scopes.")
     async def get_mcp_identity(ctx: Context) -> str:
-        principal = _principal(ctx)
+        principal = tools.principal_of(ctx)
         return render_identity_text(
             {
                 "owner_id": principal.owner_id,

@@ -26,6 +26,7 @@ from .data import (
     search_command,
 )
 from .manage import memories_group
+from .mcp_stdio import mcp_command
 from .measure import bench_cache_command, bench_command, bench_reflect_command, eval_command
 from .serve import serve_command
 from .store import migrate_store_command
@@ -74,6 +75,7 @@ for command in (
     reflect_command,
     reindex_command,
     serve_command,
+    mcp_command,
     keys_group,
     memories_group,
     migrate_store_command,

@@ -87,23 +87,41 @@ class Remote:
 
     def mcp_text(self, owner: str, tool: str, arguments: dict[str, Any]) -> str:
         """One MCP tool's text (what the local path prints for recall-context)."""
+        try:
+            response = httpx.post(**self._mcp_call(owner, tool, arguments))
+        except httpx.TransportError as error:
+            raise StoreError(f"cannot reach the server at {self.url}: {error}") from error
+        result = self._mcp_result(response)
+        text = str(result["content"][0]["text"])
+        if result.get("isError"):
+            raise ValidationError(text.removeprefix("error: "))
+        return text
+
+    async def mcp_result(self, owner: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """One MCP tool call's result as the server gave it, a tool error included (`xmemo mcp`)."""
+        try:
+            async with httpx.AsyncClient() as http:
+                response = await http.post(**self._mcp_call(owner, tool, arguments))
+        except httpx.TransportError as error:
+            raise StoreError(f"cannot reach the server at {self.url}: {error}") from error
+        return self._mcp_result(response)
+
+    def _mcp_call(self, owner: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The POST of one tools/call to the server's /mcp, acting for `owner`."""
         headers = {
             "Authorization": f"Bearer {self.token}",
             **_owner_header(owner),
             "Accept": "application/json, text/event-stream",
         }
         body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}}
-        try:
-            response = httpx.post(f"{self.url}/mcp", headers=headers, json=body, timeout=_TIMEOUT)
-        except httpx.TransportError as error:
-            raise StoreError(f"cannot reach the server at {self.url}: {error}") from error
+        return {"url": f"{self.url}/mcp", "headers": headers, "json": body, "timeout": _TIMEOUT}
+
+    @staticmethod
+    def _mcp_result(response: httpx.Response) -> dict[str, Any]:
         if response.status_code != 200:
             raise _domain(_client_error(response))
-        result = response.json()["result"]
-        text = str(result["content"][0]["text"])
-        if result.get("isError"):
-            raise ValidationError(text.removeprefix("error: "))
-        return text
+        result: dict[str, Any] = response.json()["result"]
+        return result
 
 
 def _owner_header(owner: str) -> dict[str, str]:

@@ -67,6 +67,25 @@ def test_a_question_without_a_date_may_ask_for_what_is_recent(query, word):
     assert read_time(query, ASKED).recent == word
 
 
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        # An adverb says when, not what: searched, "recently" lifted a turn that asks "Is that recent?"
+        # among the answers (LoCoMo conv-26), and newest first then put it ahead of the answer.
+        ("What workshop did Caroline attend recently?", "What workshop did Caroline attend ?"),
+        ("Who currently owns the ledger?", "Who owns the ledger?"),
+        ("What is Dana working on these days?", "What is Dana working on ?"),
+        ("What have we decided lately", "What have we decided"),
+        # An adjective may name the topic, and stays.
+        ("recent decisions on the payments project", "recent decisions on the payments project"),
+        ("Who is the current owner of the ledger?", "Who is the current owner of the ledger?"),
+        ("recently", "recently"),  # nothing else to search for
+    ],
+)
+def test_a_word_that_only_says_when_leaves_the_words_searched(query, words):
+    assert read_time(query, ASKED).words == words
+
+
 def test_the_newest_of_the_answers_lead_and_a_fresh_note_that_does_not_answer_stays_behind():
     ranked = [
         _ranked("old-answer", 1.0, "2026-11-02"),
