@@ -16,6 +16,7 @@ COPY retrieval ./retrieval
 COPY compactor ./compactor
 COPY service ./service
 COPY eval ./eval
+COPY clients/python/xmemo_client ./clients/python/xmemo_client
 RUN pip install --no-cache-dir ".[export]"
 WORKDIR /
 RUN python -c "from retrieval import RetrievalSettings; from retrieval.encoding import open_embedder; \

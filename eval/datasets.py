@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from retrieval.domain import MAX_CONTENT_BYTES
+from retrieval.domain import MAX_CONTENT_BYTES, is_blank
 
 __all__ = [
     "SHARED_DATA",
@@ -194,7 +194,8 @@ def load_longmemeval(path: Path) -> Dataset:
     """LongMemEval (Wu et al., ICLR 2025) as released, one question a JSON line: each question's haystack
     is its own store (`group` is the question id), one memory per turn with its role as the speaker and
     its session's date; the turns marked `has_answer` are relevant. Abstention questions (`_abs`), which
-    have nothing to find, are skipped."""
+    have nothing to find, are skipped, and so are the turns the service refuses as blank (four assistant
+    turns of the dev set are a lone zero-width space, none marked `has_answer`)."""
     docs: list[Doc] = []
     queries: list[Query] = []
     with path.open(encoding="utf-8") as handle:
@@ -208,6 +209,8 @@ def load_longmemeval(path: Path) -> Dataset:
             row["haystack_session_ids"], row["haystack_dates"], row["haystack_sessions"], strict=True
         ):
             for index, turn in enumerate(turns):
+                if is_blank(turn["content"]):
+                    continue
                 doc_id = f"{question}/{session_id}/{index}"
                 docs.append(
                     Doc(

@@ -5,6 +5,7 @@ folder of more than 16 modules, and the public API of each package is fixed."""
 from __future__ import annotations
 
 import ast
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -65,16 +66,19 @@ def test_packages_import_one_way(package: str) -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-def test_the_client_imports_only_itself_and_light_libraries() -> None:
-    """service/client is what an agent installs beside its own code: it reaches the server over HTTP and
-    never imports the retrieval, compactor or eval layers, nor the rest of the service."""
-    offenders = []
-    for path in sorted((ROOT / "service" / "client").glob("*.py")):
-        for target in _imports(path):
-            if target.split(".")[0] in {"retrieval", "compactor", "eval"} or (
-                target.startswith("service") and not target.startswith("service.client")
-            ):
-                offenders.append(f"{path.relative_to(ROOT)} imports {target}")
+def test_the_python_client_imports_only_itself_httpx_and_langgraph() -> None:
+    """clients/python is what an agent installs beside its own code: it reaches the server over HTTP and
+    imports nothing but the standard library, itself, httpx (its one dependency) and langgraph (its
+    extra): no part of the server, whose packages are not installed beside it."""
+    client = ROOT / "clients" / "python" / "xmemo_client"
+    own = _module_name(client / "__init__.py")
+    allowed = set(sys.stdlib_module_names) | {"httpx", "langgraph"}
+    offenders = [
+        f"{path.relative_to(ROOT)} imports {target}"
+        for path in sorted(client.glob("*.py"))
+        for target in _imports(path)
+        if not target.startswith(own) and target.split(".")[0] not in allowed
+    ]
     assert offenders == []
 
 

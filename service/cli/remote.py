@@ -35,9 +35,9 @@ from retrieval import (
     XMemoError,
 )
 from retrieval.storage import lock_holder, replace_private
+from xmemo_client import XmemoClient, XmemoClientError
+from xmemo_client.errors import error_for
 
-from ..client import XmemoClient, XmemoClientError
-from ..client.errors import error_for
 from ..local_proof import CHALLENGE_HEADER, PROOF_HEADER, proof_of
 
 __all__ = ["SERVER_FILE", "Remote", "announce", "remote_of"]

@@ -13,6 +13,7 @@ from ir_measures import R, nDCG
 
 from eval.datasets import load_beir, load_locomo, load_longmemeval
 from eval.longmemeval import question_scores
+from retrieval.domain import is_blank
 from tests.support import ROOT, SHARED_DATA
 
 pytestmark = [
@@ -201,6 +202,14 @@ def test_the_longmemeval_loader_keeps_each_question_its_haystack():
     assert {d.speaker for d in turns} == {"user", "assistant"}
     assert set(first.relevant) <= {d.id for d in turns}
     assert {d.id.rsplit("/", 1)[0] for d in turns if d.id in first.relevant} <= set(first.sessions)
+
+
+def test_the_longmemeval_loader_leaves_out_the_turns_the_service_refuses_as_blank():
+    """Four assistant turns of the dev set are a lone zero-width space, which the service refuses as a
+    memory (issue 47 item 13); before, the whole evaluation stopped at the first of them."""
+    dataset = load_longmemeval(LONGMEMEVAL)
+    assert not [d.id for d in dataset.docs if is_blank(d.text)]
+    assert len(dataset.docs) == 26620
 
 
 def test_longmemeval_metrics_follow_the_benchmark():

@@ -49,7 +49,11 @@ export function recallMemoryTool(
   };
 }
 
-/** Remember a fact, decision or lesson for later sessions, filed under `path`. */
+/**
+ * Remember a fact, decision or lesson for later sessions, filed under `path`. It is sent with
+ * `dedupe: true`: a note near-identical to one already stored is merged into it (`merged`, the same
+ * id) rather than stored again, so an agent that saves the same lesson in every session keeps one.
+ */
 export function rememberTool(xmemo: XmemoClient, path = "agent/notes"): AgentTool<{ content: string }> {
   return {
     name: "remember",
@@ -62,13 +66,13 @@ export function rememberTool(xmemo: XmemoClient, path = "agent/notes"): AgentToo
       additionalProperties: false,
     },
     async execute({ content }, { abortSignal } = {}) {
-      const written = await xmemo.remember(content, path, {}, abortSignal ? { signal: abortSignal } : {});
+      const written = await xmemo.remember(content, path, { dedupe: true }, abortSignal ? { signal: abortSignal } : {});
       return `Remembered (${written.outcome}) as ${written.id}.`;
     },
   };
 }
 
-/** Remember one note and recall it, printing what the model would read. */
+/** Remember one note and recall it, printing what the model would read; run again, it stores nothing new. */
 async function main(): Promise<void> {
   const apiKey = process.env["XMEMO_API_KEY"];
   if (!apiKey) throw new Error("set XMEMO_API_KEY (and XMEMO_URL, default http://127.0.0.1:8420)");

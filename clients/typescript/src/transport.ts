@@ -4,7 +4,6 @@
  * call can fail turned into one of the errors of errors.ts.
  */
 
-import type { Call, ParamValue } from "./calls.js";
 import {
   AbortedError,
   RequestTimeoutError,
@@ -12,6 +11,20 @@ import {
   XmemoClientError,
   errorFor,
 } from "./errors.js";
+
+/** A query parameter's value; undefined means "the server's default", so it is not sent. */
+export type ParamValue = string | number | boolean | undefined;
+
+/** One operation of the HTTP API as data: its method, path, query parameters, body, and how to read its answer. */
+export interface Call<T> {
+  method: "GET" | "POST" | "PATCH" | "DELETE";
+  path: string;
+  params?: Readonly<Record<string, ParamValue>>;
+  /** Sent as JSON; fields left undefined are not sent. */
+  body?: object;
+  /** The typed result from the decoded JSON answer (default: the answer as sent, typed by the contract). */
+  read?: (data: unknown) => T;
+}
 
 export interface Connection {
   /** The server's base URL without a trailing slash. */
@@ -97,5 +110,5 @@ export async function send<T>(
   if (data === undefined) {
     throw new XmemoClientError(response.status, "bad_response", `the answer to ${callName(call)} is empty`);
   }
-  return call.read(data);
+  return call.read === undefined ? (data as T) : call.read(data);
 }

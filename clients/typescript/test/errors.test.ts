@@ -108,6 +108,46 @@ describe("refusals by status", () => {
   });
 });
 
+describe("what the client refuses itself", () => {
+  test("an unset, empty or blank key is a TypeError when the client is made, never `Bearer undefined`", () => {
+    for (const key of [undefined, null, "", "  \n"]) {
+      assert.throws(
+        () => new XmemoClient(server.url, key as unknown as string),
+        (error: unknown) => error instanceof TypeError && /^XmemoClient needs an API key, got /.test(error.message),
+        `key ${JSON.stringify(key)}`,
+      );
+    }
+    assert.throws(() => new XmemoClient(server.url, process.env["XMEMO_TEST_KEY_NEVER_SET"]!), {
+      name: "TypeError",
+      message: "XmemoClient needs an API key, got undefined (is XMEMO_API_KEY set?)",
+    });
+  });
+});
+
+describe("the query's length, as the docs give it: 8,192 characters, counted as code points", () => {
+  const longest = "q".repeat(8_192);
+  const tooLong = /^query(\.query)?: String should have at most 8192 characters$/;
+
+  test("recallContext and search take a query of 8,192 characters; 8,193 is ValidationError", async () => {
+    assert.equal((await xmemo.recallContext(longest)).query, longest);
+    assert.equal((await xmemo.search(longest)).query, longest);
+    for (const call of [xmemo.recallContext(`${longest}q`), xmemo.search(`${longest}q`)]) {
+      await rejectsWith(call, ValidationError, { status: 422, code: "validation_error", message: tooLong });
+    }
+  });
+
+  test("8,192 emoji are 16,384 in a string's length, and the server takes them", async () => {
+    const emoji = "\u{1F600}".repeat(8_192);
+    assert.equal(emoji.length, 16_384);
+    assert.equal((await xmemo.recallContext(emoji)).query, emoji);
+    await rejectsWith(xmemo.recallContext(`${emoji}\u{1F600}`), ValidationError, {
+      status: 422,
+      code: "validation_error",
+      message: tooLong,
+    });
+  });
+});
+
 describe("a scoped read-only key", () => {
   let reader: XmemoClient;
 

@@ -56,18 +56,31 @@ test("recall_memory says so when nothing matches", async () => {
   assert.equal(await recall.execute({ query: "Where is the refund runbook?" }), NOTHING_RECALLED);
 });
 
-test("the example runs as a script", async () => {
+test("the example runs as a script; run again, it stores nothing new", async () => {
   const own = await server.createKey("script-user", "memory:read,memory:write"); // a store of its own
-  const { stdout } = await promisify(execFile)(process.execPath, [EXAMPLE], {
-    env: { ...process.env, XMEMO_URL: server.url, XMEMO_API_KEY: own.key },
-  });
+  const runExample = async (): Promise<string> => {
+    const { stdout } = await promisify(execFile)(process.execPath, [EXAMPLE], {
+      env: { ...process.env, XMEMO_URL: server.url, XMEMO_API_KEY: own.key },
+    });
+    return stdout;
+  };
+  const stdout = await runExample();
   const [saved, ...recalled] = stdout.split("\n");
   const id = /^Remembered \(created\) as ([0-9a-f-]{36})\.$/.exec(saved ?? "")?.[1];
   assert.ok(id, stdout);
-  const memory = await new XmemoClient(server.url, own.key).getMemory(id);
+  const ownClient = new XmemoClient(server.url, own.key);
+  const memory = await ownClient.getMemory(id);
   assert.equal(
     recalled.join("\n"),
     `[1] ${memory.occurred_at.slice(0, 10)} · episodic · agent/notes\nThe refund runbook is in ops/runbooks/refunds.md.\n\n`,
+  );
+
+  const again = await runExample(); // the same note: merged into the first (dedupe), not a second copy
+  assert.deepEqual(again.split("\n"), [`Remembered (merged) as ${id}.`, ...recalled]);
+  const { memories } = await ownClient.listMemories();
+  assert.deepEqual(
+    memories.map((kept) => [kept.id, kept.status, kept.version]),
+    [[id, "active", 2]],
   );
 });
 

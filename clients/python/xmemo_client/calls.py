@@ -1,5 +1,5 @@
 """Each operation of the HTTP API as data: its method, path, parameters and how to read its answer.
-The sync and the async client (service/client/clients.py) send the same calls, so they cannot drift."""
+The sync and the async client (clients.py) send the same calls, so they cannot drift."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ the memory's metadata; its text (the fields `index` names, or the value's text f
 embeds and matches. Deleting archives the memory. `search` with a query ranks by the server's hybrid
 search; without one it lists the namespace newest first. A namespace's items are its owner's alone: the
 store reads and writes only the key owner's personal memories, or with `team_id` only that team's, so no
-teammate's memory carrying the same path and metadata shadows an item. Needs `langgraph` (`pip install langgraph`).
+teammate's memory carrying the same path and metadata shadows an item. Needs the `langgraph` extra
+(`pip install './clients/python[langgraph]'`).
 """
 
 from __future__ import annotations

@@ -1,17 +1,15 @@
 """`XmemoClient` and `AsyncXmemoClient`: the HTTP API as typed methods over httpx, errors as exceptions
-(service/client/errors.py). Both send the calls of service/client/calls.py."""
+(errors.py). Both send the calls of calls.py."""
 
 from __future__ import annotations
 
 import json
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
 import httpx
-from typing_extensions import Unpack
 
-import service.client.calls as calls
-
+from . import calls
 from .calls import Call
 from .errors import UnavailableError, XmemoClientError, error_for
 from .fields import ListFields, MemoryFields, RecallFields, ReflectFields, SearchFields, StateFields

@@ -1,5 +1,5 @@
-"""The Python client (service/client) and its LangGraph store against a real server on loopback; and in a
-fresh interpreter, that they load none of the heavy parts (model, index engine, scikit-learn)."""
+"""The Python client (clients/python, `xmemo_client`) and its LangGraph store against a real server on
+loopback; and, installed alone into a fresh venv, that it brings none of the server's parts."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from service.client import (
+from tests.support import ROOT, RunningServer, free_port
+from xmemo_client import (
     AsyncXmemoClient,
     AuthenticationError,
     ConflictError,
@@ -22,10 +23,10 @@ from service.client import (
     ValidationError,
     XmemoClient,
 )
-from service.client.langgraph import ITEM, ITEM_ID, XmemoStore, _digest
-from tests.support import RunningServer, free_port
+from xmemo_client.langgraph import ITEM, ITEM_ID, XmemoStore, _digest
 
-HEAVY = ("torch", "onnxruntime", "qdrant_edge", "sentence_transformers", "sklearn", "retrieval", "compactor")
+HEAVY = ("torch", "onnxruntime", "qdrant_edge", "sentence_transformers", "sklearn", "sqlalchemy")
+SERVER = ("service", "retrieval", "compactor", "eval", "onnxruntime", "qdrant_edge", "sqlalchemy", "psycopg")
 
 
 @pytest.fixture(scope="module")
@@ -187,30 +188,48 @@ def test_a_teammate_cannot_shadow_a_langgraph_item(server: RunningServer) -> Non
         assert store.get(users, "food") is not None and team.get(users, "food") is None
 
 
-def test_the_client_and_the_store_load_no_heavy_part(server: RunningServer, tmp_path: Path) -> None:
-    """In a fresh interpreter: remember and recall through the client, put and search through the store,
-    then list which heavy modules were imported (none may be)."""
+@pytest.fixture(scope="module")
+def client_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv (no system site packages) holding only `pip install './clients/python[langgraph]'`."""
+    venv = tmp_path_factory.mktemp("client-venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    python = venv / "bin" / "python"
+    install = [str(python), "-m", "pip", "install", "--quiet", f"{ROOT / 'clients' / 'python'}[langgraph]"]
+    done = subprocess.run(install, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return python
+
+
+def test_the_client_installs_alone_and_brings_no_part_of_the_server(
+    server: RunningServer, client_venv: Path, tmp_path: Path
+) -> None:
+    """In a venv with only the client and its LangGraph extra: remember, recall and search through the
+    client, put, get and search through the store, then list which of the server's parts were imported
+    (none may be) and which of its packages the venv could import (none may be installed)."""
     script = f"""
-import json, sys
-from service.client import XmemoClient
-from service.client.langgraph import XmemoStore
+import importlib.util, json, sys
+from xmemo_client import XmemoClient
+from xmemo_client.langgraph import XmemoStore
 client = XmemoClient({server.url!r}, {server.key("fresh")!r})
-written = client.remember("The fresh interpreter remembers this.", "notes")
-assert client.recall_context("what does the fresh interpreter remember?").items[0].id == written.id
+written = client.remember("The fresh venv remembers this.", "notes")
+assert client.recall_context("what does the fresh venv remember?").items[0].id == written.id
+assert client.search("The fresh venv remembers this.").results[0].id == written.id
 store = XmemoStore(client)
 store.put(("a",), "k", {{"text": "stored through LangGraph"}})
 assert store.get(("a",), "k").value == {{"text": "stored through LangGraph"}}
 assert store.search(("a",), query="LangGraph")[0].key == "k"
-print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))
+loaded = [m for m in {list(HEAVY)!r} if m in sys.modules]
+installed = [m for m in {list(SERVER)!r} if importlib.util.find_spec(m) is not None]
+print(json.dumps([loaded, installed]))
 """
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=Path.cwd())
+    done = subprocess.run([str(client_venv), "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [[], []]
 
 
 def test_the_readme_langgraph_agent_runs_on_the_store(server: RunningServer) -> None:
     """The README's example, as written there, run against the server: a graph node puts and searches."""
-    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     example = readme.split("from langgraph.graph import")[1].split("```")[0]
     code = "from langgraph.graph import" + example.replace('"http://127.0.0.1:8420", api_key', "URL, KEY")
     scope: dict[str, object] = {"URL": server.url, "KEY": server.key("readme")}
@@ -227,7 +246,7 @@ def test_the_readme_langgraph_agent_runs_on_the_store(server: RunningServer) -> 
 
 def test_the_readme_mcp_snippet_runs(server: RunningServer) -> None:
     """The README's MCP client example, as written there, against the server."""
-    readme = (Path(__file__).parents[3] / "README.md").read_text()
+    readme = (ROOT / "README.md").read_text()
     code = "import asyncio" + readme.split("**Over MCP**")[1].split("```python\nimport asyncio", 1)[1].split("```")[0]
     code = code.replace('print(asyncio.run(main("http://127.0.0.1:8420", key)))', "TEXT = asyncio.run(main(URL, KEY))")
     scope: dict[str, object] = {"URL": server.url, "KEY": server.key("mcp-reader")}

@@ -1,7 +1,8 @@
 """A light, typed Python client of an xmemo server: `XmemoClient(base_url, api_key)` and its async twin.
-It needs only httpx: importing it loads neither the model, nor the index engine, nor the retrieval
-layer (tests/service/client/test_client.py checks that in a fresh interpreter). `service.client.langgraph`
-holds a LangGraph store over it."""
+It is its own distribution (`pip install ./clients/python`, importable as `xmemo_client`) and needs only
+httpx: installing or importing it brings neither the model, nor the index engine, nor the server
+(tests/service/client/test_client.py installs it alone into a fresh venv and checks `sys.modules`).
+`xmemo_client.langgraph` holds a LangGraph store over it (the `langgraph` extra)."""
 
 from .clients import AsyncXmemoClient, XmemoClient
 from .errors import (
