@@ -66,13 +66,13 @@ def test_packages_import_one_way(package: str) -> None:
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-def test_the_python_client_imports_only_itself_httpx_and_langgraph() -> None:
+def test_the_python_client_imports_only_itself_httpx_and_its_extras() -> None:
     """clients/python is what an agent installs beside its own code: it reaches the server over HTTP and
-    imports nothing but the standard library, itself, httpx (its one dependency) and langgraph (its
-    extra): no part of the server, whose packages are not installed beside it."""
+    imports nothing but the standard library, itself, httpx (its one dependency), langgraph and the
+    OpenAI Agents SDK (its extras): no part of the server, whose packages are not installed beside it."""
     client = ROOT / "clients" / "python" / "xmemo_client"
     own = _module_name(client / "__init__.py")
-    allowed = set(sys.stdlib_module_names) | {"httpx", "langgraph"}
+    allowed = set(sys.stdlib_module_names) | {"httpx", "langgraph", "agents"}
     offenders = [
         f"{path.relative_to(ROOT)} imports {target}"
         for path in sorted(client.glob("*.py"))

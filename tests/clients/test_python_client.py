@@ -9,8 +9,12 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from agents import Agent
+from agents.memory import Session
+from agents.tool_context import ToolContext
 
 from tests.support import ROOT, RunningServer, free_port
 from xmemo_client import (
@@ -24,6 +28,7 @@ from xmemo_client import (
     XmemoClient,
 )
 from xmemo_client.langgraph import ITEM, ITEM_ID, XmemoStore, _digest
+from xmemo_client.openai_agents import CUT, XmemoSession, recall_tool
 
 HEAVY = ("torch", "onnxruntime", "qdrant_edge", "sentence_transformers", "sklearn", "sqlalchemy")
 SERVER = ("service", "retrieval", "compactor", "eval", "onnxruntime", "qdrant_edge", "sqlalchemy", "psycopg")
@@ -125,9 +130,9 @@ def _a_store_session(store: XmemoStore) -> None:
     assert store.get(users, "nothing") is None
     # Putting a key again replaces its value (a new version); the same text with a new value is kept too.
     store.put(users, "food", {"text": "The user is vegan now.", "kind": "preference"})
-    assert store.get(users, "food").value["text"] == "The user is vegan now."  # type: ignore[union-attr]
+    assert store.get(users, "food").value["text"] == "The user is vegan now."
     store.put(users, "pet", {"text": "The user has a cat called Miso.", "kind": "fact", "age": 4})
-    assert store.get(users, "pet").value["age"] == 4  # type: ignore[union-attr]
+    assert store.get(users, "pet").value["age"] == 4
     hits = store.search(("users", "u1"), query="what pets does the user have?", limit=2)
     assert hits and hits[0].key == "pet" and hits[0].score is not None
     assert {h.namespace for h in store.search(("users",), query="food", limit=10)} == {
@@ -176,25 +181,88 @@ def test_a_teammate_cannot_shadow_a_langgraph_item(server: RunningServer) -> Non
             assert http.post("/api/v1/remember", json=body).status_code == 201
     with XmemoClient(server.url, ann) as client:
         store = XmemoStore(client)
-        assert store.get(users, "food").value["text"].startswith("Ann is vegetarian")  # type: ignore[union-attr]
+        assert store.get(users, "food").value["text"].startswith("Ann is vegetarian")
         hits = store.search(users, query="Sichuan food")
         assert [h.value["text"][:3] for h in hits] == ["Ann"] and hits[0].value["text"].startswith("Ann is")
         assert [h.value["text"][:3] for h in store.search(users)] == ["Ann"]
         assert store.list_namespaces() == [users]
         team = XmemoStore(client, team_id="crew")
-        assert team.get(users, "food").value["text"] == "Ann eats Sichuan beef."  # type: ignore[union-attr]
+        assert team.get(users, "food").value["text"] == "Ann eats Sichuan beef."
         assert team.list_namespaces() == [("users", "ann", "memories"), ("users", "bob")]
         team.delete(users, "food")
         assert store.get(users, "food") is not None and team.get(users, "food") is None
 
 
+HISTORY: list[dict[str, Any]] = [
+    {"role": "user", "content": "Alice prefers PostgreSQL for the billing service."},
+    {
+        "type": "message",
+        "role": "assistant",
+        "id": "msg_1",
+        "status": "completed",
+        "content": [{"type": "output_text", "text": "Noted: billing runs on PostgreSQL.", "annotations": []}],
+    },
+    {"type": "function_call", "call_id": "call_1", "name": "open_ticket", "arguments": '{"team": "billing"}'},
+    {"type": "function_call_output", "call_id": "call_1", "output": "ticket BILL-17 opened"},
+]
+
+
+def test_an_agents_session_keeps_a_runs_history_and_the_tool_recalls_it_by_meaning(server: RunningServer) -> None:
+    """The OpenAI Agents SDK's session protocol driven directly (no model): items come back exactly, in
+    order, from a new client too; limit, pop and clear; another session id is another history; the recall
+    tool, invoked as the SDK invokes a tool, answers from what the run said."""
+    key = server.key("agent-user")
+
+    async def scenario() -> None:
+        async with AsyncXmemoClient(server.url, key) as client:
+            session = XmemoSession("run-1", client)
+            assert isinstance(session, Session)
+            await session.add_items(HISTORY[:2])
+            await session.add_items(HISTORY[2:])
+            assert await session.get_items() == HISTORY
+            assert await session.get_items(limit=2) == HISTORY[2:]
+            assert await XmemoSession("run-2", client).get_items() == []
+            tool = recall_tool(client)
+            arguments = json.dumps({"query": "Which database does Alice want for billing?"})
+            context = ToolContext(context=None, tool_name=tool.name, tool_call_id="t1", tool_arguments=arguments)
+            answer = await tool.on_invoke_tool(context, arguments)
+            assert "Alice prefers PostgreSQL for the billing service." in answer
+        async with AsyncXmemoClient(server.url, key) as later:  # another process's client: the same history
+            session = XmemoSession("run-1", later)
+            assert await session.get_items() == HISTORY
+            assert await session.pop_item() == HISTORY[-1]
+            assert await session.get_items() == HISTORY[:-1]
+            await session.clear_session()
+            assert await session.get_items() == [] and await session.pop_item() is None
+
+    asyncio.run(scenario())
+
+
+def test_an_agents_item_too_large_for_a_memory_keeps_its_shape_and_the_head_of_its_text(
+    server: RunningServer,
+) -> None:
+    huge = {"type": "function_call_output", "call_id": "call_9", "output": "row " * 50_000}
+
+    async def scenario() -> None:
+        async with AsyncXmemoClient(server.url, server.key("agent-big")) as client:
+            session = XmemoSession("run-big", client)
+            await session.add_items([huge, HISTORY[0]])
+            kept, said = await session.get_items()
+            assert said == HISTORY[0]
+            assert kept["type"] == "function_call_output" and kept["call_id"] == "call_9"
+            output = kept["output"]
+            assert output.startswith("row row ") and output.endswith(CUT) and len(output) < 30_000
+
+    asyncio.run(scenario())
+
+
 @pytest.fixture(scope="module")
 def client_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv (no system site packages) holding only `pip install './clients/python[langgraph]'`."""
+    """A fresh venv (no system site packages) holding only `pip install './clients/python[langgraph,agents]'`."""
     venv = tmp_path_factory.mktemp("client-venv") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
     python = venv / "bin" / "python"
-    install = [str(python), "-m", "pip", "install", "--quiet", f"{ROOT / 'clients' / 'python'}[langgraph]"]
+    install = [str(python), "-m", "pip", "install", "--quiet", f"{ROOT / 'clients' / 'python'}[langgraph,agents]"]
     done = subprocess.run(install, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-4000:]
     return python
@@ -203,9 +271,10 @@ def client_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_client_installs_alone_and_brings_no_part_of_the_server(
     server: RunningServer, client_venv: Path, tmp_path: Path
 ) -> None:
-    """In a venv with only the client and its LangGraph extra: remember, recall and search through the
-    client, put, get and search through the store, then list which of the server's parts were imported
-    (none may be) and which of its packages the venv could import (none may be installed)."""
+    """In a venv with only the client and its extras: remember, recall and search through the client,
+    put, get and search through the LangGraph store, keep an Agents SDK session's items, then list which
+    of the server's parts were imported (none may be) and which of its packages the venv could import
+    (none may be installed)."""
     script = f"""
 import importlib.util, json, sys
 from xmemo_client import XmemoClient
@@ -218,6 +287,15 @@ store = XmemoStore(client)
 store.put(("a",), "k", {{"text": "stored through LangGraph"}})
 assert store.get(("a",), "k").value == {{"text": "stored through LangGraph"}}
 assert store.search(("a",), query="LangGraph")[0].key == "k"
+import asyncio
+from xmemo_client import AsyncXmemoClient
+from xmemo_client.openai_agents import XmemoSession
+async def agent():
+    async with AsyncXmemoClient({server.url!r}, {server.key("fresh")!r}) as other:
+        said = [{{"role": "user", "content": "The fresh venv's agent keeps its history."}}]
+        await XmemoSession("fresh-run", other).add_items(said)
+        assert await XmemoSession("fresh-run", other).get_items() == said
+asyncio.run(agent())
 loaded = [m for m in {list(HEAVY)!r} if m in sys.modules]
 installed = [m for m in {list(SERVER)!r} if importlib.util.find_spec(m) is not None]
 print(json.dumps([loaded, installed]))
@@ -235,13 +313,38 @@ def test_the_readme_langgraph_agent_runs_on_the_store(server: RunningServer) -> 
     scope: dict[str, object] = {"URL": server.url, "KEY": server.key("readme")}
     exec(compile(code, "README.md", "exec"), scope)
     graph = scope["graph"]
-    first = graph.invoke({"messages": [("user", "Where do we keep the refund runbook?")]})  # type: ignore[attr-defined]
+    first = graph.invoke({"messages": [("user", "Where do we keep the refund runbook?")]})
     assert "refund runbook" in first["messages"][-1].content
     store = scope["store"]
-    assert store.get(("users", "u1", "memories"), "last-question").value == {  # type: ignore[attr-defined]
+    assert store.get(("users", "u1", "memories"), "last-question").value == {
         "text": "Where do we keep the refund runbook?"
     }
-    store.client.close()  # type: ignore[attr-defined]
+    store.client.close()
+
+
+def test_the_readme_agents_sdk_example_runs_up_to_the_model(server: RunningServer) -> None:
+    """The README's Agents SDK example, as written there, against the server: everything but the model's
+    turn (`ask`), whose two parts, the session and the agent's tool, are driven as the runner drives them."""
+    readme = (ROOT / "README.md").read_text()
+    example = readme.split("**The OpenAI Agents SDK**")[1].split("```python\n", 1)[1].split("```")[0]
+    code = example.replace('"http://127.0.0.1:8420", api_key', "URL, KEY")
+    scope: dict[str, Any] = {"URL": server.url, "KEY": server.key("readme-agent")}
+    exec(compile(code, "README.md", "exec"), scope)
+    agent, session = scope["agent"], scope["session"]
+    assert callable(scope["ask"]) and isinstance(agent, Agent) and isinstance(session, Session)
+    (tool,) = agent.tools
+    said = [{"role": "user", "content": "Our refund runbook lives in ops/runbooks/refunds.md."}]
+
+    async def turn() -> str:
+        await session.add_items(said)
+        assert await session.get_items() == said
+        arguments = json.dumps({"query": "Where is the refund runbook?"})
+        context = ToolContext(context=None, tool_name=tool.name, tool_call_id="t1", tool_arguments=arguments)
+        answer: str = await tool.on_invoke_tool(context, arguments)
+        await scope["client"].aclose()
+        return answer
+
+    assert "ops/runbooks/refunds.md" in asyncio.run(turn())
 
 
 def test_the_readme_mcp_snippet_runs(server: RunningServer) -> None:
