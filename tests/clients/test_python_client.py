@@ -306,19 +306,36 @@ print(json.dumps([loaded, installed]))
 
 
 def test_the_readme_langgraph_agent_runs_on_the_store(server: RunningServer) -> None:
-    """The README's example, as written there, run against the server: a graph node puts and searches."""
+    """The README's example, as written there, run against the server: what the user states is stored,
+    no question is, and a question is answered from the statement recalled at rank 1."""
     readme = (ROOT / "README.md").read_text()
-    example = readme.split("from langgraph.graph import")[1].split("```")[0]
-    code = "from langgraph.graph import" + example.replace('"http://127.0.0.1:8420", api_key', "URL, KEY")
-    scope: dict[str, object] = {"URL": server.url, "KEY": server.key("readme")}
+    example = readme.split("from uuid import uuid4")[1].split("```")[0]
+    code = "from uuid import uuid4" + example.replace('"http://127.0.0.1:8420", api_key', "URL, KEY")
+    scope: dict[str, Any] = {"URL": server.url, "KEY": server.key("readme")}
     exec(compile(code, "README.md", "exec"), scope)
-    graph = scope["graph"]
-    first = graph.invoke({"messages": [("user", "Where do we keep the refund runbook?")]})
-    assert "refund runbook" in first["messages"][-1].content
-    store = scope["store"]
-    assert store.get(("users", "u1", "memories"), "last-question").value == {
-        "text": "Where do we keep the refund runbook?"
-    }
+    graph, store = scope["graph"], scope["store"]
+
+    def reply(said: str) -> str:
+        return str(graph.invoke({"messages": [("user", said)]})["messages"][-1].content)
+
+    assert reply("Which database does Alice prefer?") == "I don't know yet."
+    for said in (
+        "Alice prefers PostgreSQL for the billing service.",
+        "Bob keeps the cache in Redis.",
+        "The refund runbook lives in ops/runbooks.",
+        "Alice's team deploys on Thursdays.",
+    ):
+        assert reply(said) == "Noted."
+    assert reply("Which database does Alice prefer?") == "Alice prefers PostgreSQL for the billing service."
+    assert reply("Where is the refund runbook?") == "The refund runbook lives in ops/runbooks."
+    kept = store.search(("users", "u1", "memories"), limit=10)
+    assert len(kept) == 4 and not [i for i in kept if i.value["text"].endswith("?")]
+    ranked = store.search(("users", "u1", "memories"), query="Which database does Alice prefer?", limit=4)
+    assert ranked[0].value["text"].startswith("Alice prefers PostgreSQL")
+    assert [i.score for i in ranked] == sorted((i.score for i in ranked), reverse=True) and ranked[0].score > 0
+    vague = "release cadence"  # nothing passes search's strict threshold, items still match
+    assert store.client.search(vague, path_filter="users/u1/memories").results == []
+    assert store.search(("users", "u1", "memories"), query=vague, limit=1)[0].value["text"].endswith("Thursdays.")
     store.client.close()
 
 

@@ -223,12 +223,14 @@ class XmemoStore(BaseStore):
             if self.team_id is not None:
                 fields["team_id"] = self.team_id
             hits = self.client.search(op.query, limit=min(100, 4 * (op.offset + op.limit)), **fields)
-            for hit in hits.results:
+            # Ranked as recall ranks (the hybrid score), not by the strict score search lists by.
+            for hit in sorted(hits.results, key=lambda h: -(h.rank_score if h.rank_score is not None else h.score)):
                 try:
                     record = self.client.get_memory(hit.id)
                 except NotFoundError:
                     continue
-                item = _item(record, hit.score) if self._owns(record) else None
+                score = hit.rank_score if hit.rank_score is not None else hit.score
+                item = _item(record, score) if self._owns(record) else None
                 if isinstance(item, SearchItem) and _under(item.namespace, prefix) and _matches(item.value, op.filter):
                     found.append(item)
         else:

@@ -117,7 +117,8 @@ class SearchHit:
     content: str
     type: str
     path: str
-    score: float
+    score: float  # the strict score the threshold is applied to
+    rank_score: float | None = None  # the hybrid ranking's score (recall's order)
     content_truncated: bool = False
     bucket: str = "personal"
     scope: str = ""
