@@ -6,16 +6,29 @@ from typing import Any
 
 from retrieval import MemoryEngine, Principal, ValidationError
 from retrieval.domain import READ, check_range, format_time, optional_time, require
-from retrieval.storage import AuditRecord, audit_records, audit_row, changed_values
+from retrieval.storage import AuditRecord, audit_records, audit_row, audit_trail, changed_values
 
 from .options import ACTION_ALIASES, ACTIONS
-from .plan import Change, Plan
+from .plan import Change, Declined, Plan
 
-__all__ = ["AUDIT_ACTIONS", "MAX_AUDIT_LIMIT", "audit_actions", "audit_rows", "list_audit"]
+__all__ = [
+    "AUDIT_ACTIONS",
+    "MAX_AUDIT_LIMIT",
+    "audit_actions",
+    "audit_rows",
+    "held_proposals",
+    "list_audit",
+    "review_rows",
+]
 
-# What the audit log records: the changes of people and agents, then reflect's five.
+# What the audit log records: the changes of people and agents, then reflect's five, then a reviewer's
+# "no" to a proposal (decline: not proposed again until a member changes or one joins) and its clearing.
 RECORD_ACTIONS = ("create", "edit", "archive", "restore", "forget")
-AUDIT_ACTIONS = RECORD_ACTIONS + tuple(a for a in ACTIONS if a not in RECORD_ACTIONS)
+REVIEW_ACTIONS = ("decline", "reconsider")
+AUDIT_ACTIONS = RECORD_ACTIONS + tuple(a for a in ACTIONS if a not in RECORD_ACTIONS) + REVIEW_ACTIONS
+DECLINED_WHY = "turned down by the reviewer; proposed again when one of its memories changes or another joins"
+RECONSIDERED_WHY = "the proposals turned down before were cleared; the next passes may propose them again"
+MAX_HELD = 10_000  # review records read per pass: the newest, which are the ones that can still hold
 
 
 def audit_actions(action_csv: str) -> tuple[str, ...]:
@@ -40,6 +53,48 @@ def audit_rows(plan: Plan, actor: str) -> list[dict[str, Any]]:
     """One audit record per change of `plan`, in order (apply_plan's unit of work writes them): the
     changed fields before and after, by memory id, as the management use cases record theirs."""
     return [_audit_row(change, plan, actor) for change in plan.changes]
+
+
+def review_rows(plan: Plan, actor: str) -> list[dict[str, Any]]:
+    """The review's records, written with the plan's changes: a clearing of the earlier refusals when the
+    pass reconsidered them, then one decline per proposal the reviewer turned down, naming its members
+    at the versions it was planned on."""
+    owner = (plan.options.filters.owner_id, plan.options.filters.team_id)
+    now = format_time(plan.now)
+    rows: list[dict[str, Any]] = []
+    if plan.reconsidered:
+        rows.append(audit_row("reconsider", actor, now, owner, ({}, {}), RECONSIDERED_WHY, plan.plan_id))
+    for declined in plan.declined:
+        after = {
+            member: {"version": version, "proposal_id": declined.proposal_id, "action": declined.action}
+            for member, version in declined.members
+        }
+        rows.append(audit_row("decline", actor, now, owner, ({}, after), DECLINED_WHY, plan.plan_id))
+    return rows
+
+
+def held_proposals(engine: MemoryEngine) -> dict[str, Declined]:
+    """The proposals reviewers turned down and nobody cleared since, by id: a decline record names the
+    proposal's members at their versions; a reconsider record clears the declines before it in its
+    owner's (and team's) log. A proposal whose members changed has another id, so it is not held."""
+    with engine.store.reading() as connection:
+        records = audit_trail(connection, REVIEW_ACTIONS, MAX_HELD)
+    held: dict[str, tuple[tuple[str, str | None], Declined]] = {}
+    for record in records:
+        space = (record.owner_id, record.team_id)
+        if record.action == "reconsider":
+            held = {p: (where, d) for p, (where, d) in held.items() if where != space}
+            continue
+        named = [(m, v) for m, v in record.after.items() if isinstance(v, dict) and "proposal_id" in v]
+        if not named:
+            continue
+        first = named[0][1]
+        members = tuple(sorted((m, int(v.get("version", 0))) for m, v in named))
+        declined = Declined(
+            str(first["proposal_id"]), str(first.get("action", "")), members, record.created_at, record.actor
+        )
+        held[declined.proposal_id] = (space, declined)
+    return {p: d for p, (_, d) in held.items()}
 
 
 def _audit_row(change: Change, plan: Plan, actor: str) -> dict[str, Any]:

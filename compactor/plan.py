@@ -43,6 +43,7 @@ __all__ = [
     "SUMMARIZED_KEY",
     "USED_KEY",
     "Change",
+    "Declined",
     "Plan",
     "Snapshot",
     "plan_reflection",
@@ -101,6 +102,19 @@ class Change:
 
 
 @dataclass(frozen=True, slots=True)
+class Declined:
+    """A proposal a reviewer turned down: its id, its action and its members at the versions it was
+    planned on (the id is derived from them, so it comes back only when a member changes or one joins);
+    `declined_at` and `actor` say when and by whom, once recorded."""
+
+    proposal_id: str
+    action: str
+    members: tuple[tuple[str, int], ...]
+    declined_at: str = ""
+    actor: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Plan:
     plan_id: str
     now: datetime
@@ -108,6 +122,9 @@ class Plan:
     changes: tuple[Change, ...]
     candidates: Mapping[str, int]
     excluded: tuple[str, ...] = ()  # proposal ids left out at the reviewer's request, as found in the plan
+    declined: tuple[Declined, ...] = ()  # the reviewed plan's proposals turned down, recorded when applied
+    held: tuple[Declined, ...] = ()  # proposals turned down by an earlier review, not made again
+    reconsidered: bool = False  # the earlier reviews' refusals were cleared for this pass
 
     def of(self, action: str) -> list[Change]:
         return [c for c in self.changes if c.action == action]
@@ -131,21 +148,28 @@ def plan_reflection(
     summarizer: Summarizer,
     now: datetime,
     exclude: frozenset[str] = frozenset(),
+    held: Mapping[str, Declined] | None = None,
+    *,
+    reconsidered: bool = False,
 ) -> Plan:
     """The changes a pass makes, deterministic in its inputs.
 
-    A proposal whose id is in `exclude` is not made, and the rest of the pass plans as if it had not
-    been proposed: its members stay as they were (not archived as carried by it, for instance).
+    A proposal whose id is in `exclude` (turned down in this review) or in `held` (turned down in an
+    earlier one) is not made, and the rest of the pass plans as if it had not been proposed: its members
+    stay as they were (not archived as carried by it, for instance).
     """
     plan_id = _plan_id(snapshot, options, now)
     builder = _Builder(plan_id, options, settings, summarizer, now, exclude)
+    builder.held = held or {}
     builder.questions = snapshot.questions
     builder.expire(snapshot.overdue)
     builder.consolidate(snapshot.episodes, snapshot.vectors)
     builder.age(snapshot.stalest)
     builder.candidates["left_out"] = snapshot.left_out
     excluded = tuple(sorted(builder.excluded))
-    return Plan(plan_id, now, options, tuple(builder.changes), builder.candidates, excluded)
+    held_back = tuple(builder.held_back[p] for p in sorted(builder.held_back))
+    changes = tuple(builder.changes)
+    return Plan(plan_id, now, options, changes, builder.candidates, excluded, held=held_back, reconsidered=reconsidered)
 
 
 def _plan_id(snapshot: Snapshot, options: ReflectOptions, now: datetime) -> str:
@@ -180,6 +204,8 @@ class _Builder:
         self.questions: Mapping[str, int] = {}
         self.exclude = exclude
         self.excluded: set[str] = set()
+        self.held: Mapping[str, Declined] = {}
+        self.held_back: dict[str, Declined] = {}
         self.read_versions: dict[str, int] = {}  # each memory's version as the snapshot read it
         self.candidates: dict[str, int] = {"episodes": 0, "unvectored": 0, "clusters": 0, "overdue": 0, "lifecycle": 0}
 
@@ -201,6 +227,9 @@ class _Builder:
         proposal = self.proposal_id(action, pairs)
         if proposal in self.exclude:
             self.excluded.add(proposal)
+            return False
+        if proposal in self.held:
+            self.held_back[proposal] = self.held[proposal]
             return False
         for _, after in pairs:
             self.latest[after.id] = after

@@ -12,8 +12,9 @@ from retrieval.domain import READ
 from retrieval.storage import actor_of
 
 from .apply import apply_plan
+from .audit import held_proposals
 from .options import ReflectRequest, resolve_options
-from .plan import PROPOSAL_PATTERN, Plan, plan_reflection
+from .plan import PROPOSAL_PATTERN, Declined, Plan, plan_reflection
 from .reflect_report import PLAN_DIGEST_PATTERN, ReflectReport, build_report, plan_digest
 from .selection import read_snapshot
 from .settings import ReflectSettings
@@ -37,9 +38,11 @@ def prepare_plan(
     settings: ReflectSettings | None = None,
     summarizer: Summarizer | None = None,
     exclude: Collection[str] = (),
+    *,
+    reconsider: bool = False,
 ) -> Plan:
     """Validate and authorise the request, then plan on a snapshot taken at `engine.clock()`."""
-    return _plans(engine, principal, request, settings, summarizer, check_exclude(exclude))[-1]
+    return _plans(engine, principal, request, settings, summarizer, check_exclude(exclude), reconsider)[-1]
 
 
 def _plans(
@@ -49,17 +52,22 @@ def _plans(
     settings: ReflectSettings | None,
     summarizer: Summarizer | None,
     exclude: frozenset[str],
+    reconsider: bool = False,
 ) -> list[Plan]:
-    """The whole plan, then (when proposals are excluded) the plan without them, on one snapshot."""
+    """The whole plan, then (when proposals are excluded) the plan without them, on one snapshot; both
+    leave out the proposals earlier reviews turned down, unless `reconsider` clears those."""
     settings = settings or ReflectSettings()
     now = engine.clock()
     options = resolve_options(principal, request, now)
     engine.read_tracker.flush()  # plan on the read counts and times served so far
     snapshot = read_snapshot(engine, options, now, timedelta(days=settings.recurrence_lookback_days))
     summarizer = summarizer or default_summarizer(engine, settings)
-    plans = [plan_reflection(snapshot, options, settings, summarizer, now)]
+    held = {} if reconsider else held_proposals(engine)
+    plans = [plan_reflection(snapshot, options, settings, summarizer, now, held=held, reconsidered=reconsider)]
     if exclude:
-        plans.append(plan_reflection(snapshot, options, settings, summarizer, now, exclude))
+        plans.append(
+            plan_reflection(snapshot, options, settings, summarizer, now, exclude, held, reconsidered=reconsider)
+        )
     return plans
 
 
@@ -89,6 +97,7 @@ def reflect(
     *,
     expected_plan: str | None = None,
     exclude: Collection[str] | None = None,
+    reconsider: bool = False,
 ) -> ReflectReport:
     """Run one pass and return its report; a dry run writes nothing.
 
@@ -100,11 +109,14 @@ def reflect(
     pass applies exactly the others. When an id is not a proposal of the plan, or leaving those out
     changes another proposal (an archive that relied on an excluded summary carrying its words), it
     fails with ConflictError and writes nothing. A dry run with `exclude` shows what would be applied.
+    A real run records each excluded proposal as turned down: later passes hold it back (the report's
+    `held_back`) until one of its memories changes or another joins. `reconsider` clears those refusals
+    (a real run records the clearing) and plans as if none had been made.
     """
     if expected_plan is not None and not re.fullmatch(PLAN_DIGEST_PATTERN, expected_plan):
         raise ValidationError("expected_plan must be the plan_digest of a dry run (64 hex digits)")
     excluded = check_exclude(exclude)
-    plans = _plans(engine, principal, request, settings, summarizer, excluded)
+    plans = _plans(engine, principal, request, settings, summarizer, excluded, reconsider)
     whole, plan = plans[0], plans[-1]
     if expected_plan is not None and plan_digest(whole) != expected_plan:
         raise ConflictError(
@@ -114,6 +126,7 @@ def reflect(
         )
     if excluded:
         _check_the_rest(whole, plan, excluded)
+        plan = replace(plan, declined=_declined(whole, excluded))
     audit_ids = [] if request.dry_run else apply_plan(engine, plan, actor_of(principal))
     report = build_report(plan, audit_ids, dry_run=request.dry_run, with_content=READ in principal.scopes)
     if excluded:
@@ -121,6 +134,16 @@ def reflect(
         # (_check_the_rest).
         report = replace(report, plan_digest=plan_digest(whole), excluded=tuple(sorted(excluded)))
     return report
+
+
+def _declined(whole: Plan, excluded: frozenset[str]) -> tuple[Declined, ...]:
+    """The reviewed plan's proposals the reviewer turned down, each with its members at the versions it
+    was planned on."""
+    return tuple(
+        Declined(c.proposal_id, c.action, tuple(sorted((b.id, b.version) for b, _ in c.pairs if b is not None)))
+        for c in whole.changes
+        if c.proposal_id in excluded
+    )
 
 
 def _check_the_rest(whole: Plan, plan: Plan, excluded: frozenset[str]) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 from retrieval.domain import format_time
 
-from .plan import Change, Plan
+from .plan import Change, Declined, Plan
 
 __all__ = [
     "MAX_TEXT_AUDIT_IDS",
@@ -48,6 +48,7 @@ class ReflectReport:
     audit_record_ids: tuple[str, ...]
     excluded: tuple[str, ...]
     preview: tuple[Mapping[str, Any], ...]
+    held_back: tuple[Mapping[str, Any], ...] = ()
 
 
 def plan_digest(plan: Plan) -> str:
@@ -96,7 +97,21 @@ def build_report(plan: Plan, audit_ids: list[str], *, dry_run: bool, with_conten
         audit_record_ids=tuple(audit_ids),
         excluded=tuple(plan.excluded),
         preview=tuple(_preview(change, with_content) for change in plan.changes),
+        held_back=tuple(_held(declined) for declined in plan.held),
     )
+
+
+def _held(declined: Declined) -> dict[str, Any]:
+    """A proposal an earlier review turned down, as the report lists what it holds back and why."""
+    return {
+        "proposal_id": declined.proposal_id,
+        "action": declined.action,
+        "memory_ids": [member for member, _ in declined.members],
+        "declined_at": declined.declined_at,
+        "declined_by": declined.actor,
+        "reason": f"turned down on {declined.declined_at[:10]} by {declined.actor}; proposed again when one of "
+        "its memories changes or another joins (reconsider clears every refusal)",
+    }
 
 
 def _preview(change: Change, with_content: bool) -> dict[str, Any]:
@@ -156,6 +171,10 @@ def _candidate_lines(report: ReflectReport) -> list[str]:
         lines.append(f"- {item['proposal_id']} [{shown}]{text}: {item['reason']}")
     if len(preview) > MAX_TEXT_CANDIDATES:
         lines.append(f"... and {len(preview) - MAX_TEXT_CANDIDATES} more candidates")
+    if report.held_back:
+        lines.append(f"Held back: {len(report.held_back)} (turned down by an earlier review)")
+        for held in report.held_back[:MAX_TEXT_CANDIDATES]:
+            lines.append(f"- {held['proposal_id']}: {held['reason']}")
     left_out = report.candidates.get("left_out", 0)
     if left_out:
         lines.append(

@@ -128,7 +128,11 @@ FIELD_DOCS: dict[str, str] = {
     "until": "Up to this time, ISO 8601 with a zone (default now).",
     "owner_filter": "Another owner's memories (memory:admin).",
     "expected_plan": "A dry run's plan_digest: apply exactly that plan, else 409 and nothing is written.",
-    "exclude": "proposal_ids of that dry run to leave out; the rest is applied as reviewed.",
+    "exclude": (
+        "proposal_ids of that dry run to leave out; the rest is applied as reviewed. A real run records each as "
+        "turned down: later passes hold it back (held_back) until one of its memories changes or another joins."
+    ),
+    "reconsider": "Clear the proposals earlier reviews turned down and plan as if none had been.",
     "plan_id": "This pass's id (its audit records carry it).",
     "plan_digest": "The digest of the plan: send it back as expected_plan to apply exactly what you reviewed.",
     "now": "When the pass ran (UTC).",

@@ -287,6 +287,7 @@ def _reflect_tools(server: MCPServer, tools: _Tools) -> None:
         limit: Integer = 500,
         expected_plan: str = "",
         exclude: list[str] | None = None,
+        reconsider: bool = False,
     ) -> str:
         request = ReflectRequest(
             actions_csv=actions_csv,
@@ -308,6 +309,7 @@ def _reflect_tools(server: MCPServer, tools: _Tools) -> None:
             tools.reflect_settings,
             expected_plan=expected_plan or None,
             exclude=exclude,
+            reconsider=reconsider,
         )
         return render_reflect_text(report)
 

@@ -23,6 +23,7 @@ __all__ = [
     "audit_change",
     "audit_records",
     "audit_row",
+    "audit_trail",
     "changed_values",
     "scrub_audit",
     "tombstone",
@@ -186,6 +187,16 @@ def audit_records(
     order = (c.created_at.desc(), written.desc()) if newest_first else (c.created_at, written)
     rows = connection.execute(statement.order_by(*order).limit(limit))
     return [_record(row._mapping) for row in rows]
+
+
+def audit_trail(connection: Connection, actions: tuple[str, ...], limit: int) -> list[AuditRecord]:
+    """The newest `limit` records of these actions in every tenant's log, oldest first: for the service's
+    own bookkeeping (reflect reads the proposals reviewers turned down), never shown to a caller as is."""
+    c = audit_log.c
+    written = insertion_order("audit_log", connection.dialect.name)
+    statement = select(audit_log).where(c.action.in_(actions)).order_by(c.created_at.desc(), written.desc())
+    rows = [_record(row._mapping) for row in connection.execute(statement.limit(limit))]
+    return rows[::-1]
 
 
 def _record(row: Any) -> AuditRecord:

@@ -283,6 +283,11 @@ def search_command(
     metavar="ID",
     help="A proposal_id of that dry run to leave out (repeat it); the rest is applied as reviewed.",
 )
+@click.option(
+    "--reconsider",
+    is_flag=True,
+    help="Clear the proposals earlier reviews turned down (--exclude on a real run) and plan as if none had been.",
+)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def reflect_command(
@@ -300,6 +305,7 @@ def reflect_command(
     path_filter: str,
     expected_plan: str | None,
     exclude: tuple[str, ...],
+    reconsider: bool,
     as_json: bool,
 ) -> None:
     """Consolidate and age OWNER's memories: summarize, promote, expire, decay, archive (see docs/reflect.md)."""
@@ -321,10 +327,13 @@ def reflect_command(
     if remote is not None:
         with remote.client(owner) as client:
             fields: dict[str, Any] = _set(**dataclasses.asdict(request), expected_plan=expected_plan)
-            report = ReflectReport(**client.reflect(**fields, exclude=list(exclude)).raw)
+            report = ReflectReport(**client.reflect(**fields, exclude=list(exclude), reconsider=reconsider).raw)
     else:
         with open_engine(ctx, existing=True) as engine:
-            report = reflect(engine, Principal.local(owner), request, expected_plan=expected_plan, exclude=exclude)
+            principal = Principal.local(owner)
+            report = reflect(
+                engine, principal, request, expected_plan=expected_plan, exclude=exclude, reconsider=reconsider
+            )
     if as_json:
         emit(answer(ReflectReportOut, report))
     else:

@@ -176,7 +176,7 @@ class EventBody(_Strict):
 
 ACTION_NAMES: tuple[str, ...] = ("summarize", "promote", "expire", "decay", "archive", "summary", "promotion")
 ACTION_NAMES += ("expiry", "importance_decay", "archival")
-AUDIT_ACTION_NAMES = ("create", "edit", "restore", "forget", *ACTION_NAMES)
+AUDIT_ACTION_NAMES = ("create", "edit", "restore", "forget", *ACTION_NAMES, "decline", "reconsider")
 _ACTION = f"(?:{'|'.join(ACTION_NAMES)})"
 _AUDIT_ACTION = f"(?:{'|'.join(AUDIT_ACTION_NAMES)})"
 # Comma-separated reflect actions and their aliases (the XMemo contract); empty means all five.
@@ -271,8 +271,15 @@ class ReflectPlanBody(ReflectBody):
         max_length=MAX_EXCLUDE,
         description=(
             "proposal_id values of that dry run to leave out: the rest is applied exactly as reviewed, "
-            "or nothing is written (409) when an id is not in the plan or leaving it out changes another proposal"
+            "or nothing is written (409) when an id is not in the plan or leaving it out changes another proposal; "
+            "a real run records each as turned down, and later passes hold it back (held_back) until one of its "
+            "memories changes or another joins"
         ),
+    )
+    reconsider: StrictBool = Field(
+        default=False,
+        description="clear the proposals earlier reviews turned down and plan as if none had been (a real run "
+        "records the clearing)",
     )
 
 

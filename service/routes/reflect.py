@@ -18,7 +18,7 @@ router = APIRouter(prefix="/api/v1", tags=["reflect"])
 
 @router.post("/reflect", response_model=ReflectReportOut)
 def reflect_route(body: ReflectPlanBody, engine: Engine, principal: Caller, settings: SettingsOf) -> ReflectReportOut:
-    fields = body.model_dump(exclude={"expected_plan", "exclude"})
+    fields = body.model_dump(exclude={"expected_plan", "exclude", "reconsider"})
     fields["since"], fields["until"] = iso(body.since), iso(body.until)
     report = reflect(
         engine,
@@ -27,6 +27,7 @@ def reflect_route(body: ReflectPlanBody, engine: Engine, principal: Caller, sett
         settings.reflect,
         expected_plan=body.expected_plan,
         exclude=body.exclude,
+        reconsider=body.reconsider,
     )
     return answer(ReflectReportOut, report)
 

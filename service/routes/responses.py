@@ -204,6 +204,11 @@ class ReflectReportOut(BaseModel):
     audit_record_ids: list[str]
     excluded: list[str] = Field(description="the proposals left out at the caller's request")
     preview: list[dict[str, Any]] = Field(description="each proposal as a person reviews it, with its proposal_id")
+    held_back: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="proposals an earlier review turned down, not made again until one of their memories changes "
+        "or another joins: proposal_id, action, memory_ids, declined_at, declined_by, reason",
+    )
 
 
 class AuditListOut(BaseModel):

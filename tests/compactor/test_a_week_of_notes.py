@@ -132,8 +132,10 @@ def test_leaving_one_proposal_out_applies_exactly_the_others(engine) -> None:  #
     assert len(done.audit_record_ids) == len(proposals(dry)) - 1 and done.counts["summarized"] == 0
     made = dry.summaries[0]["id"]
     assert made not in {m.id for m in engine.store.iterate("alice")}
-    again = reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True, actions_csv="summarize,decay"))
-    assert proposals(again) == [summary]  # what was left out is proposed again, nothing else
+    asked = ReflectRequest(time_window_hours=240, dry_run=True, actions_csv="summarize,decay")
+    again = reflect(engine, ALICE, asked)
+    assert proposals(again) == [] and [h["proposal_id"] for h in again.held_back] == [summary]  # the "no" sticks
+    assert proposals(reflect(engine, ALICE, asked, reconsider=True)) == [summary]  # until it is reconsidered
 
 
 def test_an_exclusion_from_another_plan_writes_nothing(engine) -> None:  # type: ignore[no-untyped-def]

@@ -466,4 +466,45 @@ def test_leaving_out_a_summary_that_an_archive_relies_on_is_a_conflict_that_writ
         exclude=[summary, *archives],
     )
     assert done.counts == {"summarized": 0, "promoted": 0, "expired": 0, "decayed": 0, "archived": 0}
-    assert sorted(done.excluded) == sorted([summary, *archives]) and state(engine) == before
+    records, audits = state(engine)  # nothing changed; the reviewer's "no" to each proposal is recorded
+    assert sorted(done.excluded) == sorted([summary, *archives]) and records == before[0]
+    assert audits == before[1] + len(done.excluded) == before[1] + len(list_audit(engine, ALICE, action="decline"))
+
+
+def test_a_proposal_turned_down_stays_out_until_one_joins_or_it_is_reconsidered(make_engine, real_embedder, clock):  # type: ignore[no-untyped-def]
+    """A real run that excludes a proposal records the reviewer's "no": the next dry runs hold it back and
+    say why, the audit log names its members; a dry run that reconsiders shows it again and writes nothing;
+    a memory joining its cluster makes another proposal, which is made; a real run that reconsiders
+    records the clearing."""
+    clock.moment = NOW
+    engine = make_engine(real_embedder, clock=clock)
+    alice = Principal.local("alice")
+    migration, trip = TOPICS["postgres-migration"], TOPICS["japan-trip"]
+    import_records(engine, alice, [line(s, session_id="s-db") for s in migration[:3]])
+    import_records(engine, alice, [line(s, session_id="s-trip") for s in trip[:3]])
+    ask = ReflectRequest(since=EVERYTHING, actions_csv="summarize")
+    dry = reflect(engine, ALICE, replace(ask, dry_run=True))
+    assert len(dry.summaries) == 2
+    (no,) = [s["proposal_id"] for s in dry.summaries if "Postgres" in s["content"] or "postgres" in s["content"]]
+    members = next(p["memory_ids"][1:] for p in dry.preview if p["proposal_id"] == no)
+    done = reflect(engine, ALICE, ask, expected_plan=dry.plan_digest, exclude=[no])
+    assert done.counts["summarized"] == 1 and done.excluded == (no,) and len(done.audit_record_ids) == 1
+    for _ in range(2):
+        again = reflect(engine, ALICE, replace(ask, dry_run=True))
+        assert again.summaries == () and [h["proposal_id"] for h in again.held_back] == [no]
+        held = again.held_back[0]
+        assert sorted(held["memory_ids"]) == sorted(members) and held["declined_by"] == "alice/a1"
+        assert held["reason"].startswith("turned down on 2026-11-29 by alice/a1")
+        assert f"Held back: 1 (turned down by an earlier review)\n- {no}: turned down" in render_reflect_text(again)
+    (declined,) = list_audit(engine, ALICE, action="decline")
+    assert sorted(declined.memory_ids) == sorted(members) and declined.reason.startswith("turned down by the reviewer")
+    shown = reflect(engine, ALICE, replace(ask, dry_run=True), reconsider=True)
+    assert [s["proposal_id"] for s in shown.summaries] == [no] and shown.held_back == ()
+    assert [h["proposal_id"] for h in reflect(engine, ALICE, replace(ask, dry_run=True)).held_back] == [no]
+    import_records(engine, alice, [line(migration[3], session_id="s-db")])  # one joins: another proposal
+    joined = reflect(engine, ALICE, replace(ask, dry_run=True))
+    assert joined.held_back == () and len(joined.summaries) == 1 and joined.summaries[0]["proposal_id"] != no
+    cleared = reflect(engine, ALICE, ask, reconsider=True)
+    assert cleared.counts["summarized"] == 1 and [r.action for r in list_audit(engine, ALICE, action="reconsider")] == [
+        "reconsider"
+    ]

@@ -193,6 +193,12 @@ def test_a_person_finds_corrects_forgets_reflects_and_manages_keys(server, brows
     assert [api.get(f"/api/v1/memories/{ids[n]}").json()["status"] for n in ("old", "db")] == ["expired", "active"]
     page.goto(f"{server.url}/ui/reflect")
     page.get_by_role("button", name="Dry run").click()
+    page.get_by_role("heading", name="Held back (1)").wait_for()  # the "no" sticks: not proposed again
+    assert page.get_by_role("heading", name="expire (1)").count() == 0
+    assert "turned down on" in page.locator("#held-back").inner_text()
+    _shot(page, "06d-reflect-held-back")
+    page.get_by_label("Reconsider proposals turned down before").check()
+    page.get_by_role("button", name="Dry run").click()
     page.get_by_role("heading", name="expire (1)").wait_for()
     page.get_by_role("button", name="Apply").click()
     page.get_by_role("heading", name="Reflect applied").wait_for()

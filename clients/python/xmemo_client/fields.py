@@ -65,6 +65,7 @@ class ReflectFields(TypedDict, total=False):
     limit: int
     expected_plan: str
     exclude: Sequence[str]
+    reconsider: bool  # clear the proposals earlier reviews turned down
 
 
 class ListFields(TypedDict, total=False):

@@ -45,9 +45,10 @@ def reflect_page(request: Request, engine: Engine, principal: Caller) -> Respons
     params = request.query_params
     report = None
     members: dict[str, str] = {}
+    reconsider = params.get("reconsider") == "1"
     if params.get("run") == "dry":
         request_ = _reflect_request(params, dry_run=True)
-        report = reflect(engine, principal, request_, context_of(request).settings.reflect)
+        report = reflect(engine, principal, request_, context_of(request).settings.reflect, reconsider=reconsider)
         ids = [i for item in report.summaries + report.promotions for i in item.get("derived_from", [])]
         visible = ReadFilters(owner_id=principal.owner_id, team_ids=principal.team_ids, statuses=tuple(MemoryStatus))
         members = {m.id: m.content for m in engine.store.get_many(ids).values() if visible.admits(m)}
@@ -62,6 +63,7 @@ def reflect_page(request: Request, engine: Engine, principal: Caller) -> Respons
         actions=ACTIONS,
         chosen=params.getlist("actions") or list(ACTIONS),
         hours=params.get("hours", "24"),
+        reconsider=reconsider,
     )
 
 
@@ -84,5 +86,6 @@ def reflect_apply(request: Request, form: Form, engine: Engine, principal: Calle
         context_of(request).settings.reflect,
         expected_plan=expected,
         exclude=[p for p in proposed if p not in kept],
+        reconsider=text_of(form, "reconsider") == "1",
     )
     return render(request, "reflect_done.html", title="Reflect applied", report=report)

@@ -113,6 +113,22 @@ def test_reflect_dry_run_then_apply(run, tmp_path):
     assert run("reflect", "--owner", "alice", "--since", "last week").exit_code == 1
 
 
+def test_reflect_holds_back_what_a_reviewer_turned_down_until_reconsider(run, tmp_path):
+    line = {"content": "Door code 1234 for the old office.", "path": "access", "expires_at": "2020-01-01T00:00:00Z"}
+    source = tmp_path / "door.jsonl"
+    source.write_text(json.dumps(line) + "\n")
+    assert run("import", "--owner", "alice", str(source)).exit_code == 0
+    window = ("--since", "2026-11-01T00:00:00Z", "--actions", "expiry")
+    dry = json.loads(run("reflect", "--owner", "alice", "--dry-run", "--json", *window).output)
+    (no,) = [p["proposal_id"] for p in dry["preview"]]
+    done = run("reflect", "--owner", "alice", "--expected-plan", dry["plan_digest"], "--exclude", no, *window)
+    assert done.exit_code == 0 and "Expired: 0" in done.output
+    again = run("reflect", "--owner", "alice", "--dry-run", *window).output
+    assert "Expired: 0" in again and f"Held back: 1 (turned down by an earlier review)\n- {no}: turned down" in again
+    shown = run("reflect", "--owner", "alice", "--dry-run", "--reconsider", *window).output
+    assert "Expired: 1" in shown and "Held back" not in shown
+
+
 def _write_lines(path, lines):  # type: ignore[no-untyped-def]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     return path

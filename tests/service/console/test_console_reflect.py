@@ -119,4 +119,5 @@ def test_excluding_a_proposal_over_rest_applies_the_others_and_a_bad_id_is_a_422
     assert app.client.get(f"/api/v1/memories/{kept}", headers=alice).json()["status"] == "expired"
     assert app.client.get(f"/api/v1/memories/{left}", headers=alice).json()["status"] == "active"
     stale = _reflect(app, alice, expected_plan=dry["plan_digest"], exclude=[by_memory[left]])
-    assert stale.status_code == 409 and _audit_count(app, alice) == audited + 1  # the plan moved on: nothing written
+    # the expiry applied and the reviewer's "no" to the other; then the plan moved on: nothing written
+    assert stale.status_code == 409 and _audit_count(app, alice) == audited + 2

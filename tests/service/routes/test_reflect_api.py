@@ -17,3 +17,32 @@ def test_a_malformed_exclude_or_plan_names_the_expected_form(tmp_path):
         planned = app.client.post("/api/v1/reflect", headers=alice, json={"dry_run": True, "expected_plan": "abc"})
         assert planned.status_code == 422
         assert planned.json()["error"]["message"] == "expected_plan must be a dry run's plan_digest: 64 hex digits"
+
+
+def test_a_proposal_turned_down_over_rest_is_held_back_until_reconsidered(tmp_path):
+    """REST: a real run with `exclude` records the "no"; the next dry runs list the proposal in `held_back`
+    and propose nothing; `reconsider` shows it again; the audit log lists the decline by action."""
+    notes = [
+        "The staging database moves to PostgreSQL 16 on Friday night.",
+        "PostgreSQL 16 migration for staging is scheduled for Friday night.",
+        "Friday night: staging's database is upgraded to PostgreSQL 16.",
+    ]
+    with in_process(tmp_path / "data") as app:
+        alice = app.headers("alice", scopes=("memory:read", "memory:write"))
+        for n, text in enumerate(notes):
+            body = {"content": text, "path": "ops/db", "memory_type": "episodic", "session_id": f"s{n}"}
+            assert app.client.post("/api/v1/remember", headers=alice, json=body).status_code in (200, 201)
+        ask = {"actions_csv": "summarize"}
+        dry = app.client.post("/api/v1/reflect", headers=alice, json={**ask, "dry_run": True}).json()
+        (no,) = [p["proposal_id"] for p in dry["preview"]]
+        body = {**ask, "expected_plan": dry["plan_digest"], "exclude": [no]}
+        done = app.client.post("/api/v1/reflect", headers=alice, json=body).json()
+        assert done["counts"]["summarized"] == 0 and done["excluded"] == [no]
+        again = app.client.post("/api/v1/reflect", headers=alice, json={**ask, "dry_run": True}).json()
+        assert again["preview"] == [] and [h["proposal_id"] for h in again["held_back"]] == [no]
+        assert sorted(again["held_back"][0]["memory_ids"]) == sorted(dry["preview"][0]["memory_ids"][1:])
+        body = {**ask, "dry_run": True, "reconsider": True}
+        shown = app.client.post("/api/v1/reflect", headers=alice, json=body).json()
+        assert [p["proposal_id"] for p in shown["preview"]] == [no] and shown["held_back"] == []
+        declines = app.client.get("/api/v1/audit", headers=alice, params={"action": "decline"}).json()["records"]
+        assert [r["action"] for r in declines] == ["decline"]
