@@ -23,7 +23,7 @@ __all__ = [
 
 # What the audit log records: the changes of people and agents, then reflect's five, then a reviewer's
 # "no" to a proposal (decline: not proposed again until a member changes or one joins) and its clearing.
-RECORD_ACTIONS = ("create", "edit", "archive", "restore", "forget")
+RECORD_ACTIONS = ("create", "edit", "supersede", "archive", "restore", "forget")
 REVIEW_ACTIONS = ("decline", "reconsider")
 AUDIT_ACTIONS = RECORD_ACTIONS + tuple(a for a in ACTIONS if a not in RECORD_ACTIONS) + REVIEW_ACTIONS
 DECLINED_WHY = "turned down by the reviewer; proposed again when one of its memories changes or another joins"

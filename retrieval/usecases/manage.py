@@ -226,9 +226,12 @@ def _versions(memory: Memory, trail: list[AuditRecord]) -> list[Version]:
             versions[int(after["version"])] = Version(
                 int(after["version"]), record.created_at, record.action, record.actor, record.id, after
             )
-    # The version a memory was created at is the one before its first audited change, or, with none,
-    # the version it is at: a state that superseded version 1 of its slot is created at version 2.
+    # The version a memory was created at is the one its audited creation names, else the one before its
+    # first audited change, or, with none, the version it is at: a state that superseded version 1 of its
+    # slot is created at version 2.
     first = min(versions, default=memory.version + 1)
+    if first > 1 and versions.get(first) is not None and versions[first].action == "create":
+        return [versions[v] for v in sorted(versions)]
     if first > 1:
         start = first - 1
         versions.setdefault(start, Version(start, memory.created_at, "created", "", None, {}))
@@ -295,6 +298,8 @@ def edit_memory(
     """A new version with `changes` (fields of EDITABLE); 409 unless the memory is at `expected_version`."""
     require(principal, WRITE)
     memory = visible_memory(engine, principal, memory_id)
+    if memory.status == MemoryStatus.SUPERSEDED:
+        raise ConflictError(_superseded_by(engine, principal, memory))
     _check_version(memory, expected_version)
     fields = _edited(memory, changes)
     now = format_time(engine.clock())
@@ -304,6 +309,23 @@ def edit_memory(
         work.replace(edited, memory.version, vectors[0])
         work.audit([audit_change("edit", actor_of(principal), now, memory, edited)])
     return edited
+
+
+def _superseded_by(engine: MemoryEngine, principal: Principal, memory: Memory) -> str:
+    """Why a superseded memory takes no edit, naming the version that is active now (the chain followed)."""
+    visible = ReadFilters(owner_id=principal.owner_id, team_ids=principal.team_ids, statuses=tuple(MemoryStatus))
+    later, seen = memory, {memory.id}
+    while later.status == MemoryStatus.SUPERSEDED:
+        successors = [m for m in engine.store.superseding(later.id) if visible.admits(m) and m.id not in seen]
+        if not successors:
+            break
+        later = successors[0]
+        seen.add(later.id)
+    if later.id == memory.id:
+        return f"memory {memory.id} is superseded; edit the version that superseded it"
+    return (
+        f"memory {memory.id} is superseded by {later.id} (version {later.version}, {later.status.value}); edit that one"
+    )
 
 
 def set_status(

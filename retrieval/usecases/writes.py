@@ -39,7 +39,7 @@ from ..domain import (
 )
 from ..engine import MemoryEngine
 from ..index import IndexFilter
-from ..storage import UnitOfWork
+from ..storage import UnitOfWork, actor_of, audit_change
 
 __all__ = [
     "KEYED_ATTEMPTS",
@@ -205,7 +205,8 @@ def remember(engine: MemoryEngine, principal: Principal, request: RememberReques
 
     def write(work: UnitOfWork) -> WriteResult:
         if memory.semantic_key is not None:
-            result = _remember_keyed(work, memory, "semantic_key", memory.semantic_key, now, vector)
+            keyed = ("semantic_key", memory.semantic_key)
+            result = _remember_keyed(work, memory, keyed, now, vector, actor_of(principal))
             if result is not None:
                 return result
         if request.dedupe:
@@ -229,19 +230,28 @@ def with_session_context(engine: MemoryEngine, memory: Memory) -> Memory:
 
 
 def _remember_keyed(
-    work: UnitOfWork, memory: Memory, column: str, key: str, now: str, vector: np.ndarray | None = None
+    work: UnitOfWork, memory: Memory, keyed: tuple[str, str], now: str, vector: np.ndarray | None, actor: str
 ) -> WriteResult | None:
     """The keyed upsert: unchanged when the content and the path are the same, else a new version
-    supersedes (a path is where the memory is filed and what `path_filter` reads: moving it is a change)."""
+    supersedes (a path is where the memory is filed and what `path_filter` reads: moving it is a change).
+    A supersession is audited on both records: the old one's move to superseded, the new one's creation,
+    each naming the other, so each record's history holds its versions and the chain."""
+    column, key = keyed
     work.lock(json.dumps([column, memory.owner_id, memory.team_id, memory.bucket, memory.scope, key]))
     current = work.find_active_by_key(column, memory, key)
     if current is None:
         return None
     if current.content_sha256 == memory.content_sha256 and current.path == memory.path:
         return WriteResult(current, "unchanged")
-    work.set_status(current, MemoryStatus.SUPERSEDED, now)
+    retired = work.set_status(current, MemoryStatus.SUPERSEDED, now)
     successor = replace(memory, version=current.version + 1, metadata={**memory.metadata, "supersedes": current.id})
     work.insert([successor], vector)
+    work.audit(
+        [
+            audit_change("supersede", actor, now, current, retired, f"superseded by {successor.id} ({column} {key})"),
+            audit_change("create", actor, now, None, successor, f"supersedes {current.id} ({column} {key})"),
+        ]
+    )
     return WriteResult(successor, "superseded")
 
 
@@ -302,7 +312,7 @@ def update_state(
     vector = engine.vectors_for([memory])  # before the write lock, as remember
 
     def write(work: UnitOfWork) -> WriteResult:
-        result = _remember_keyed(work, memory, "state_key", state_key, now, vector)
+        result = _remember_keyed(work, memory, ("state_key", state_key), now, vector, actor_of(principal))
         if result is not None:
             return result
         work.insert([memory], vector)

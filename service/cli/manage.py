@@ -102,6 +102,8 @@ def history_command(ctx: click.Context, owner: str, memory_id: str) -> None:
                 "versions": [{k: v[k] for k in ("version", "at", "action", "changes")} for v in told["versions"]],
                 "derived_from": [m["id"] for m in told["derived_from"]],
                 "derived_into": [m["id"] for m in told["derived_into"]],
+                "supersedes": [m["id"] for m in told["supersedes"]],
+                "superseded_by": [m["id"] for m in told["superseded_by"]],
                 "audit": [
                     {"id": r["id"], "at": r["created_at"], "action": r["action"], "actor": r["actor"]}
                     for r in told["audit"]
@@ -119,6 +121,8 @@ def history_command(ctx: click.Context, owner: str, memory_id: str) -> None:
             ],
             "derived_from": [m.id for m in history.derived_from],
             "derived_into": [m.id for m in history.derived_into],
+            "supersedes": [m.id for m in history.supersedes],
+            "superseded_by": [m.id for m in history.superseded_by],
             "audit": [{"id": r.id, "at": r.created_at, "action": r.action, "actor": r.actor} for r in history.audit],
         }
     )

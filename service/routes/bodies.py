@@ -176,7 +176,7 @@ class EventBody(_Strict):
 
 ACTION_NAMES: tuple[str, ...] = ("summarize", "promote", "expire", "decay", "archive", "summary", "promotion")
 ACTION_NAMES += ("expiry", "importance_decay", "archival")
-AUDIT_ACTION_NAMES = ("create", "edit", "restore", "forget", *ACTION_NAMES, "decline", "reconsider")
+AUDIT_ACTION_NAMES = ("create", "edit", "supersede", "restore", "forget", *ACTION_NAMES, "decline", "reconsider")
 _ACTION = f"(?:{'|'.join(ACTION_NAMES)})"
 _AUDIT_ACTION = f"(?:{'|'.join(AUDIT_ACTION_NAMES)})"
 # Comma-separated reflect actions and their aliases (the XMemo contract); empty means all five.

@@ -164,7 +164,8 @@ def test_update_state_answers_as_remember_does_and_a_new_states_history_starts_a
         assert (first.status_code, same.status_code, second.status_code) == (201, 200, 201)
         assert second.json()["version"] == 2
         history = http.get(f"/api/v1/memories/{second.json()['id']}/history").json()
-        assert [(v["version"], v["action"]) for v in history["versions"]] == [(2, "created")]
+        assert [(v["version"], v["action"]) for v in history["versions"]] == [(2, "create")]  # audited since issue 49
+        assert [m["id"] for m in history["supersedes"]] == [first.json()["id"]]
 
 
 def test_a_deeply_nested_report_file_is_shown_as_unreadable_not_a_500(server):

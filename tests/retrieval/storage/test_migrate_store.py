@@ -45,7 +45,8 @@ def test_a_sqlite_store_moves_into_postgresql_and_a_second_run_adds_nothing(make
     first = _migrate(tmp_path / "source", target)
     assert first["complete"] is True
     assert first["memories"] == {"inserted": 9, "updated": 0, "source": 9, "in_target": 9}
-    assert first["audit"] == {"copied": 2, "source": 2, "in_target": 2}
+    # archive, edit, and the supersession's two (the old record's supersede, the new one's create)
+    assert first["audit"] == {"copied": 4, "source": 4, "in_target": 4}
     assert first["keys"] == {"copied": 1, "source": 1, "in_target": 1}
     assert first["embeddings"]["copied"] >= 9
 

@@ -42,3 +42,25 @@ def test_list_takes_any_status_as_the_console_does(run):
     assert wrong.exit_code == 1 and "'gone' is not one of 'active', 'archived', 'expired', 'superseded', 'any'" in (
         wrong.output
     )
+
+
+def test_history_links_a_superseding_remember_both_ways_and_the_old_version_takes_no_edit(run):
+    said = ("PAY-2291: refunds over 10,000 EUR time out.", "PAY-2291: fixed in 4.2; refunds go through.")
+    first, second = (
+        json.loads(
+            run("remember", "--owner", "alice", "--path", "bugs", "--semantic-key", "bug:PAY-2291", "--json", s).output
+        )["id"]
+        for s in said
+    )
+    was = json.loads(run("memories", "history", "--owner", "alice", first).output)
+    now = json.loads(run("memories", "history", "--owner", "alice", second).output)
+    assert (was["supersedes"], was["superseded_by"], now["supersedes"], now["superseded_by"]) == (
+        [],
+        [second],
+        [first],
+        [],
+    )
+    assert [v["action"] for v in was["versions"]] == ["created", "supersede"]
+    assert [v["action"] for v in now["versions"]] == ["create"]
+    edit = run("memories", "edit", "--owner", "alice", "--expected-version", "2", "--content", "no", first)
+    assert edit.exit_code == 1 and f"superseded by {second}" in edit.output

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from retrieval.domain import memory_digest
-from tests.support import in_process
+from tests.support import in_process, sign_in
 
 ADMIN = ("memory:read", "memory:write", "memory:admin")
 
@@ -224,3 +224,42 @@ def test_forgetting_an_owner_stays_out_of_other_teams(app):
     done = app.client.delete("/api/v1/owners/erin/memories", headers=app.headers("root2", scopes=ADMIN)).json()
     assert done["forgotten"] == [personal]
     assert _engine(app).store.get(in_team) is not None
+
+
+def test_a_superseding_remember_leaves_a_chain_of_versions_linked_both_ways_with_audit_records(tmp_path):
+    """`remember` with semantic_key bug:PAY-2291 twice: each record's history holds its versions (the old
+    one's move to superseded, the new one's creation) with an audit record naming the other, linked both
+    ways; an edit of the superseded record is a 409 naming the active one; the console offers no edit
+    there; the CLI's history JSON carries the links."""
+    first, second = "PAY-2291: refunds over 10,000 EUR time out.", "PAY-2291: fixed in 4.2; refunds go through."
+    with in_process(tmp_path / "data") as app:
+        alice = app.headers("alice", scopes=("memory:read", "memory:write"))
+        sent = {"path": "projects/payments/bugs", "semantic_key": "bug:PAY-2291"}
+        old = app.client.post("/api/v1/remember", headers=alice, json={"content": first, **sent}).json()
+        new = app.client.post("/api/v1/remember", headers=alice, json={"content": second, **sent}).json()
+        assert new["outcome"] == "superseded" and new["version"] == 2
+        was = app.client.get(f"/api/v1/memories/{old['id']}/history", headers=alice).json()
+        now = app.client.get(f"/api/v1/memories/{new['id']}/history", headers=alice).json()
+        assert [(v["version"], v["action"]) for v in was["versions"]] == [(1, "created"), (2, "supersede")]
+        changed = was["versions"][1]["changes"]
+        assert (changed["status"], changed["version"], sorted(changed)) == (
+            "superseded",
+            2,
+            ["status", "updated_at", "version"],
+        )
+        assert [(v["version"], v["action"]) for v in now["versions"]] == [(2, "create")]
+        assert [m["id"] for m in was["superseded_by"]] == [new["id"]] and was["supersedes"] == []
+        assert [m["id"] for m in now["supersedes"]] == [old["id"]] and now["superseded_by"] == []
+        assert [r["reason"] for r in was["audit"]] == [f"superseded by {new['id']} (semantic_key bug:PAY-2291)"]
+        assert [r["reason"] for r in now["audit"]] == [f"supersedes {old['id']} (semantic_key bug:PAY-2291)"]
+        listed = app.client.get("/api/v1/audit", headers=alice, params={"action": "supersede,create"}).json()
+        assert sorted(r["action"] for r in listed["records"]) == ["create", "supersede"]
+        edit = app.client.patch(
+            f"/api/v1/memories/{old['id']}", headers=alice, json={"expected_version": 2, "content": "no"}
+        )
+        assert edit.status_code == 409 and f"superseded by {new['id']} (version 2, active)" in edit.text
+        assert app.client.get(f"/api/v1/memories/{old['id']}", headers=alice).json()["content"] == first
+        sign_in(app.client, app.keys.create("alice").key)
+        page = app.client.get(f"/ui/memories/{old['id']}").text
+        assert "Save as version" not in page and f'href="/ui/memories/{new["id"]}"' in page
+        assert "Save as version 3" in app.client.get(f"/ui/memories/{new['id']}").text
