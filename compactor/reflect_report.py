@@ -25,6 +25,8 @@ __all__ = [
 MAX_TEXT_AUDIT_IDS = 20
 MAX_TEXT_CANDIDATES = 50  # a dry run's text lists this many candidates, then says how many more
 PREVIEW_CHARS = 100
+MAX_TEXT_MEMBERS = 12  # members listed under a summary or promotion in the text
+MEMBER_CHARS = 160
 PLAN_DIGEST_PATTERN = r"^[0-9a-f]{64}$"
 
 
@@ -124,15 +126,43 @@ def _preview(change: Change, with_content: bool) -> dict[str, Any]:
     lines = subject.content.splitlines()
     text = lines[1] if change.action in ("summarize", "promote") and len(lines) > 1 else subject.content
     text = " ".join(text.split())
-    item = {
+    item: dict[str, Any] = {
         "proposal_id": change.proposal_id,
         "action": change.action,
         "memory_ids": change.memory_ids,
+        "path": subject.path,
         "reason": change.reason,
     }
     if with_content:
         item["text"] = text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1].rstrip() + "…"
+        item["content"] = subject.content
+    if change.action in ("summarize", "promote"):  # the members, each with when it occurred
+        members = [after for before, after in change.pairs if before is not None]
+        item["members"] = [
+            {"id": m.id, "occurred_at": m.occurred_at or m.created_at, "path": m.path}
+            | ({"content": m.content} if with_content else {})
+            for m in members
+        ]
     return item
+
+
+def _whole_lines(item: Mapping[str, Any]) -> list[str]:
+    """Under a summary's or a promotion's line, what a person judges it by: its path, its whole text and
+    each member with when it occurred and its text (at most MAX_TEXT_MEMBERS of them)."""
+    if "members" not in item:
+        return []
+    lines = [f"  path: {item['path']}"]
+    if "content" in item:
+        lines += [f"  | {line}" for line in str(item["content"]).splitlines() if line.strip()]
+    members = item["members"]
+    for member in members[:MAX_TEXT_MEMBERS]:
+        said = " ".join(str(member.get("content", "")).split())
+        said = said if len(said) <= MEMBER_CHARS else said[: MEMBER_CHARS - 1].rstrip() + "…"
+        when = str(member["occurred_at"])[:16].replace("T", " ")
+        lines.append(f"  * {when} {member['id']} {member['path']}: {said}".rstrip())
+    if len(members) > MAX_TEXT_MEMBERS:
+        lines.append(f"  * ... and {len(members) - MAX_TEXT_MEMBERS} more members")
+    return lines
 
 
 def render_reflect_text(report: ReflectReport) -> str:
@@ -169,6 +199,7 @@ def _candidate_lines(report: ReflectReport) -> list[str]:
         shown = ", ".join(ids[:3]) + (f" (+{len(ids) - 3} more)" if len(ids) > 3 else "")
         text = f' "{item["text"]}"' if "text" in item else ""
         lines.append(f"- {item['proposal_id']} [{shown}]{text}: {item['reason']}")
+        lines += _whole_lines(item)
     if len(preview) > MAX_TEXT_CANDIDATES:
         lines.append(f"... and {len(preview) - MAX_TEXT_CANDIDATES} more candidates")
     if report.held_back:

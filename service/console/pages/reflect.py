@@ -63,6 +63,8 @@ def reflect_page(request: Request, engine: Engine, principal: Caller) -> Respons
         actions=ACTIONS,
         chosen=params.getlist("actions") or list(ACTIONS),
         hours=params.get("hours", "24"),
+        since=params.get("since", ""),
+        until=params.get("until", ""),
         reconsider=reconsider,
     )
 

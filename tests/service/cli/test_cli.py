@@ -101,7 +101,12 @@ def test_reflect_dry_run_then_apply(run, tmp_path):
         "",
         "Candidates: 2",
     ]
-    assert [line.split(" [")[0].rsplit("-", 1)[0] for line in lines[11:]] == ["- expire", "- summarize"]  # by id
+    candidates = [line for line in lines[11:] if line.startswith("- ")]
+    assert [line.split(" [")[0].rsplit("-", 1)[0] for line in candidates] == ["- expire", "- summarize"]  # by id
+    under = lines[lines.index(next(c for c in candidates if c.startswith("- summarize"))) + 1 :]
+    assert under[0] == "  path: ops" and under[1].startswith("  | ")  # its path and whole text
+    members = [line for line in under if line.startswith("  * ")]
+    assert len(members) == 3 and all(m.startswith("  * 2026-11-20 10:00 ") and " ops: " in m for m in members)
     real = json.loads(run("reflect", "--owner", "alice", "--json", *window).output)
     assert real["counts"]["summarized"] == 1 and len(real["audit_record_ids"]) == 2
     assert "S3 bucket policy" in real["summaries"][0]["content"]

@@ -3,11 +3,12 @@ is checked against a new plan and a difference is a 409 that writes nothing (RES
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
 
-from tests.support import in_process
+from tests.support import in_process, sign_in
 
 EXPIRED = "2020-01-01T00:00:00Z"
 
@@ -121,3 +122,38 @@ def test_excluding_a_proposal_over_rest_applies_the_others_and_a_bad_id_is_a_422
     stale = _reflect(app, alice, expected_plan=dry["plan_digest"], exclude=[by_memory[left]])
     # the expiry applied and the reviewer's "no" to the other; then the plan moved on: nothing written
     assert stale.status_code == 409 and _audit_count(app, alice) == audited + 2
+
+
+def test_the_console_preview_shows_whole_texts_members_with_dates_paths_and_takes_a_window(app):
+    """Issue 49 item 4: each proposal's whole text, its path, and its members with when they occurred;
+    `since` and `until` taken and kept by the dry-run form."""
+    notes = [
+        ("The staging database moves to PostgreSQL 16 on Friday night.", "2026-11-20T09:00:00Z"),
+        ("PostgreSQL 16 migration for staging is scheduled for Friday night.", "2026-11-21T09:00:00Z"),
+        ("Friday night: staging's database is upgraded to PostgreSQL 16.", "2026-11-22T09:00:00Z"),
+    ]
+    alice = app.headers("alice")
+    for n, (text, when) in enumerate(notes):
+        body = {
+            "content": text,
+            "path": "ops/db",
+            "occurred_at": when,
+            "session_id": f"s{n}",
+            "memory_type": "episodic",
+        }
+        assert app.client.post("/api/v1/remember", headers=alice, json=body).status_code == 201
+    sign_in(app.client, app.keys.create("alice").key)
+    window = {"run": "dry", "actions": "summarize", "since": "2026-11-19T00:00:00Z", "until": "2026-11-23T00:00:00Z"}
+    page = app.client.get("/ui/reflect", params=window).text
+    dry = _reflect(
+        app, alice, dry_run=True, actions_csv="summarize", since=window["since"], until=window["until"]
+    ).json()
+    (proposal,) = dry["preview"]
+    assert proposal["path"] == "ops/db"
+    assert sorted(m["occurred_at"][:10] for m in proposal["members"]) == ["2026-11-20", "2026-11-21", "2026-11-22"]
+    assert html.escape(proposal["content"].splitlines()[0]) in page and 'at <span class="mono">ops/db</span>' in page
+    for member in proposal["members"]:
+        assert f'{member["occurred_at"][:16].replace("T", " ")}</span> <a href="/ui/memories/{member["id"]}">' in page
+    assert 'value="2026-11-19T00:00:00Z"' in page and 'value="2026-11-23T00:00:00Z"' in page
+    nothing = app.client.get("/ui/reflect", params={**window, "until": "2026-11-19T12:00:00Z"}).text
+    assert "Nothing to do in this window." in nothing
