@@ -135,8 +135,10 @@ export interface ReflectFields {
   limit?: number;
   /** A dry run's `plan_digest`: apply only if the plan is still this one, else ConflictError. */
   expected_plan?: string;
-  /** `proposal_id`s of that dry run to leave out. */
+  /** `proposal_id`s of that dry run to leave out; a real run records each as turned down (`held_back` later). */
   exclude?: readonly string[];
+  /** Clear the proposals earlier reviews turned down and plan as if none had been. */
+  reconsider?: boolean;
 }
 
 /** audit's optional fields. */

@@ -209,6 +209,8 @@ export interface ReflectReport {
   audit_record_ids: string[];
   excluded: string[];
   preview: JsonObject[];
+  /** Proposals an earlier review turned down, not made again until one of their memories changes or another joins. */
+  held_back?: JsonObject[];
 }
 
 /** The answer of archive and restore. */

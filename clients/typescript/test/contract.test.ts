@@ -244,6 +244,7 @@ const RESPONSES: Record<string, FieldsOf<object>> = {
     audit_record_ids: "required",
     excluded: "required",
     preview: "required",
+    held_back: "optional",
   } satisfies FieldsOf<ReflectReport>,
   HealthOut: { status: "required" } satisfies FieldsOf<Health>,
 };
@@ -331,6 +332,7 @@ const BODIES: Record<string, RequestFieldsOf<object>> = {
     limit: "optional",
     expected_plan: "optional",
     exclude: "optional",
+    reconsider: "optional",
   } satisfies RequestFieldsOf<ReflectFields>,
 };
 
