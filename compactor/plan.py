@@ -33,6 +33,7 @@ from .lifecycle import (
     should_archive,
 )
 from .options import ReflectOptions
+from .recurrence import find_recurrence
 from .settings import ReflectSettings
 from .summarizer import ClusterView, Summarizer, heading_for
 
@@ -324,13 +325,16 @@ class _Builder:
         `anchors` are the cluster's members that are no longer active: a promotion marks them too,
         so that the whole cluster leaves the next pass's pool.
         """
-        view = _view(cluster, matrix)
-        recurring = (
-            view.sessions >= self.settings.promote_min_sessions or len(view.days) >= self.settings.promote_min_days
+        recurrence = find_recurrence(cluster, matrix, self.settings.promote_min_agreement)
+        recurring = recurrence is not None and (
+            recurrence.sessions >= self.settings.promote_min_sessions
+            or len(recurrence.days) >= self.settings.promote_min_days
         )
         substantial = float(np.median([len(m.content.split()) for m in cluster])) >= self.settings.promote_min_words
-        if self.wants("promote") and recurring and substantial:
-            reason = f"{len(cluster)} similar memories recur over {view.sessions} sessions and {len(view.days)} days"
+        if self.wants("promote") and recurrence is not None and recurring and substantial:
+            view = replace(_view(cluster, matrix), lead=recurrence.rows)
+            where = _common_path([m.path for m in cluster])
+            reason = f"{recurrence.describe()}; {len(cluster)} memories on it, filed under {where}"
             made = self.derive("promote", view, MemoryType.SEMANTIC, "Recurring topic", reason, anchors)
             return {m.id for m in cluster} if made else set()
         rows = [i for i, m in enumerate(cluster) if m.id in new]

@@ -31,6 +31,10 @@ class ReflectSettings(BaseSettings):
     # How far back a pass looks for earlier episodes a new cluster may recur with: a topic summarized
     # in one session and back weeks later is promoted then (LoCoMo's sessions are days to weeks apart).
     recurrence_lookback_days: float = Field(default=90.0, gt=0.0)
+    # A cluster is promoted only when two of its members from different sessions (or days) restate one
+    # fact: cosine at least this between them, or a shared identifier or semantic_key (recurrence.py).
+    # Chosen on half of the LoCoMo replay and a week of engineering notes (docs/reflect.md).
+    promote_min_agreement: float = Field(default=0.65, gt=0.0, le=1.0)
     promote_min_sessions: int = Field(default=2, ge=2)
     promote_min_days: int = Field(default=2, ge=2)
     # An episode alone is promoted for use when fetched by id this many times and read (shown in a

@@ -33,12 +33,14 @@ MAX_LINE_TOKENS = 80  # a single long member cannot take the whole budget
 
 @dataclass(frozen=True, slots=True)
 class ClusterView:
-    """What a summarizer sees: the members in the order they happened, and their vectors in that order."""
+    """What a summarizer sees: the members in the order they happened, their vectors in that order, and
+    the rows its text should lead with (a promotion's: the members that restate the recurring fact)."""
 
     members: tuple[Memory, ...]
     vectors: np.ndarray
     sessions: int
     days: tuple[str, ...]
+    lead: tuple[int, ...] = ()
 
 
 class Summarizer(Protocol):
@@ -56,10 +58,14 @@ def informativeness(text: str) -> float:
 
 
 def representatives(
-    vectors: np.ndarray, count: int, diversity: float, weights: Sequence[float] | None = None
+    vectors: np.ndarray,
+    count: int,
+    diversity: float,
+    weights: Sequence[float] | None = None,
+    lead: Sequence[int] = (),
 ) -> list[int]:
-    """Row indices chosen by MMR against the centroid, relevance scaled by `weights`; ties go to the
-    earlier row."""
+    """Row indices chosen by MMR against the centroid, relevance scaled by `weights`, the `lead` rows
+    before any other; ties go to the earlier row."""
     unit = unit_rows(vectors)
     centroid = unit.mean(axis=0)
     centroid /= max(float(np.linalg.norm(centroid)), 1e-12)
@@ -70,7 +76,8 @@ def representatives(
     chosen: list[int] = []
     while len(chosen) < min(count, len(unit)):
         best, best_score = -1, -np.inf
-        for row in range(len(unit)):
+        waiting = [row for row in lead if row not in chosen]
+        for row in waiting or range(len(unit)):
             if row in chosen:
                 continue
             redundancy = max((similarity[row, c] for c in chosen), default=0.0)
@@ -94,9 +101,8 @@ class ExtractiveSummarizer:
 
     def summarize(self, cluster: ClusterView, *, heading: str) -> str:
         texts = [spoken(m.content, m.speaker) for m in cluster.members]
-        order = representatives(
-            cluster.vectors, self._max_sentences, self._diversity, [informativeness(key_sentence(t)) for t in texts]
-        )
+        weights = [informativeness(key_sentence(t)) for t in texts]
+        order = representatives(cluster.vectors, self._max_sentences, self._diversity, weights, cluster.lead)
         used = self._tokens.count(heading)
         picked: dict[int, str] = {}
         said: set[str] = set()

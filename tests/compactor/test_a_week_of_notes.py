@@ -3,6 +3,7 @@ what clusters, what is promoted, and a review that leaves one proposal out (comp
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -180,3 +181,94 @@ def test_a_summary_whose_member_was_archived_is_ranked_as_itself(engine) -> None
     assert summary in ids and symptom not in ids
     assert "Summary of 3 related memories" in pack.blocks[ids.index(summary)]
     assert "refunds for JPY orders were 100x too large" in pack.context_text
+
+
+# The week: notes on one project that are neighbours in a small store and restate nothing
+# (what was proposed as three "Recurring topic" facts), and one fact said again on three days.
+CUTOFF = [
+    "EU card settlement closes at 17:00 CET; a payment captured later settles the next business day.",
+    "Reminder from finance: the EU settlement cutoff is 17:00 CET, anything captured after it settles a day later.",
+    "Checked with the acquirer: EU card settlement still closes at 17:00 CET, later captures settle next business day.",
+]
+NEIGHBOURS = {
+    6.0: [
+        ("payments/risk", "The risk-engine sandbox answers 429 as soon as we send more than 50 requests per second."),
+        ("payments/ledger", "The ledger is append-only: a correction is always a new entry, never an update of one."),
+        ("payments/settlement", CUTOFF[0]),
+    ],
+    5.0: [
+        ("payments/load", "The load test of checkout ran at 1,200 rps for ten minutes: p99 was 180 ms, no errors."),
+        (
+            "payments/ledger",
+            "Migration 0142 adds ledger_entries.reversal_of so a reversal points at the entry it undoes.",
+        ),
+        ("payments/settlement", "Card payment retries back off exponentially, with at most 5 attempts per payment."),
+    ],
+    4.0: [
+        ("payments/risk", "PR #815 adds jittered exponential backoff to the retries of the risk-engine client."),
+        ("payments/ledger", "PR #812 renames ledger_entry.amt to amount_minor across the ledger service and tests."),
+        ("payments/ops", "The refund runbook is in ops/runbooks/refunds.md, next to the settlement runbook."),
+    ],
+    3.0: [("payments/settlement", CUTOFF[1])],
+    2.0: [("payments/settlement", CUTOFF[2])],
+}
+
+
+def test_only_a_fact_said_again_on_other_days_is_promoted_and_each_proposal_is_filed_under_its_members(  # type: ignore[no-untyped-def]
+    make_engine, real_embedder, clock
+) -> None:
+    clock.moment = NOW
+    engine = make_engine(real_embedder, clock=clock, name="neighbours")
+    lines = [
+        {"content": text, "path": path, "occurred_at": at(day - i / 24), "session_id": f"day-{day}"}
+        for day, notes in NEIGHBOURS.items()
+        for i, (path, text) in enumerate(notes)
+    ]
+    import_records(engine, Principal.local("alice"), lines)
+    stored = {m.id: m for m in engine.store.iterate("alice")}
+    asked = ReflectRequest(time_window_hours=240, dry_run=True)
+
+    dry = reflect(engine, ALICE, asked)
+
+    (promotion,) = dry.promotions
+    assert {stored[i].content for i in promotion["derived_from"]} == set(CUTOFF)
+    assert promotion["path"] == "payments/settlement"
+    reason = next(p["reason"] for p in dry.preview if p["proposal_id"] == promotion["proposal_id"])
+    assert reason.startswith(
+        f'"{CUTOFF[0]}" restated in 3 memories over 3 sessions and 3 days (2026-11-23 to 2026-11-27)'
+    )
+    assert "cosine up to 0.9" in reason
+    assert reason.endswith("filed under payments/settlement")
+    for made in dry.summaries + dry.promotions:  # whatever else is proposed lies in one folder
+        paths = {stored[i].path for i in made["derived_from"]}
+        assert len(paths) == 1 and made["path"] == paths.pop()
+    first_line = promotion["content"].splitlines()[1]
+    assert "17:00 CET" in first_line  # the text leads with the fact that recurred
+
+    real = reflect(
+        engine, ALICE, replace(asked, dry_run=False), expected_plan=dry.plan_digest, exclude=[promotion["proposal_id"]]
+    )
+    assert real.excluded == (promotion["proposal_id"],)
+    for _ in range(2):  # turned down, it stays out of the next dry runs
+        again = reflect(engine, ALICE, asked)
+        assert again.promotions == () and [h["proposal_id"] for h in again.held_back] == [promotion["proposal_id"]]
+
+
+def test_notes_that_name_one_ticket_on_two_days_recur_though_their_words_differ(
+    make_engine, real_embedder, clock
+) -> None:  # type: ignore[no-untyped-def]
+    clock.moment = NOW
+    engine = make_engine(real_embedder, clock=clock, name="ticket")
+    notes = [
+        (3.0, "PAY-2291: refunds for JPY orders were 100x too large, reported by the Tokyo merchant."),
+        (3.0, "Support asked whether the refund amounts for yen orders can be corrected by hand this week."),
+        (1.0, "PAY-2291 is fixed: refunds/amount.py reads the ISO 4217 minor-units table for every currency."),
+    ]
+    import_records(
+        engine,
+        Principal.local("alice"),
+        [{"content": t, "path": "payments/bugs", "occurred_at": at(d), "session_id": f"day-{d}"} for d, t in notes],
+    )
+    dry = reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True))
+    reasons = [p["reason"] for p in dry.preview if p["action"] == "promote"]
+    assert len(reasons) == 1 and "both name PAY-2291" in reasons[0] and "cosine" not in reasons[0], dry.preview

@@ -1,0 +1,127 @@
+"""Whether a cluster holds a fact that recurs: the same thing said again on another occasion.
+
+A cluster only says its members are near one another, and in a small store every note on a project is
+near every other. Promotion makes a durable fact, so it needs more: two members from different
+occasions (sessions; days, for memories without a session) that *restate* each other. They restate
+when they agree closely (cosine at least `min_agreement`, measured in docs/reflect.md) and both state
+something, or when they name the same thing: an identifier with a digit in it (`PAY-2291`, `v2.3`,
+`17:00`) or a `semantic_key`, one equal to or under the other (`bug:PAY-2291`, `bug:PAY-2291/fix`).
+
+A question states nothing, and in a dialogue neither does a short turn ("Bye Nate!") or a reply that
+speaks of the listener as much as of its speaker ("Glad I could help. You've got this!"): recurring
+small talk is near itself across sessions and never a fact.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from retrieval import Memory
+from retrieval.domain import INFORMATIVE_WORDS, SENTENCE_END, key_sentence
+
+from .clustering import unit_rows
+
+__all__ = ["Recurrence", "find_recurrence", "states_something"]
+
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
+_SPEAKER_SELF = frozenset({"i", "i'm", "i've", "i'll", "i'd", "me", "my", "mine", "we", "we're", "our", "us"})
+_LISTENER = frozenset({"you", "you're", "you've", "you'll", "you'd", "your", "yours", "yourself", "ya"})
+_ASIDE = re.compile(r"\[[^\]]*\]")  # "[shares a photo: ...]" in a transcript
+_QUESTION = ("?", "？")
+QUOTE_CHARS = 100  # of the recurring sentence, in the reason a reviewer reads
+# A word joined to another by - _ . : / (PAY-2291, v2.3.1, 17:00), or letters and digits in one word (p53, v2).
+_IDENTIFIER = re.compile(r"(?<![\w])(?:\w+(?:[-_.:/]\w+)+|[^\W\d_]+\d\w*|\d+[^\W\d_]\w*)")
+
+
+@dataclass(frozen=True, slots=True)
+class Recurrence:
+    """The members (rows of the cluster) that restate one another, the occasions and days they span,
+    and what showed it: the closest agreement between occasions and the names they share."""
+
+    rows: tuple[int, ...]
+    sessions: int
+    days: tuple[str, ...]
+    agreement: float
+    names: tuple[str, ...]
+    said: str  # the key sentence of the earliest member that restates it
+
+    def describe(self) -> str:
+        """What recurred, when, and what showed it, for a reviewer."""
+        span = self.days[0] if len(self.days) == 1 else f"{self.days[0]} to {self.days[-1]}"
+        said = self.said if len(self.said) <= QUOTE_CHARS else self.said[: QUOTE_CHARS - 1].rstrip() + "…"
+        shown = [f"cosine up to {self.agreement:.2f}"] if self.agreement else []
+        shown += [f"both name {', '.join(self.names)}"] if self.names else []
+        return (
+            f'"{said}" restated in {len(self.rows)} memories over {self.sessions} sessions and '
+            f"{len(self.days)} days ({span}): {'; '.join(shown)}"
+        )
+
+
+def find_recurrence(cluster: Sequence[Memory], vectors: np.ndarray, min_agreement: float) -> Recurrence | None:
+    """The members that restate one another across occasions, or None when nothing recurs."""
+    unit = unit_rows(vectors)
+    similarity = unit @ unit.T
+    stating = [states_something(m) for m in cluster]
+    names = [_names(m) for m in cluster]
+    rows: set[int] = set()
+    agreement = 0.0
+    shared: set[str] = set()
+    for a in range(len(cluster)):
+        for b in range(a + 1, len(cluster)):
+            if _occasion(cluster[a]) == _occasion(cluster[b]):
+                continue
+            agrees = stating[a] and stating[b] and float(similarity[a, b]) >= min_agreement
+            common = _shared_names(names[a], names[b])
+            if agrees or common:
+                rows.update((a, b))
+                agreement = max(agreement, float(similarity[a, b])) if agrees else agreement
+                shared |= common
+    if not rows:
+        return None
+    members = [cluster[r] for r in sorted(rows)]
+    sessions = len({m.session_id for m in members if m.session_id}) or 1
+    days = tuple(sorted({m.occurred_at[:10] for m in members}))
+    shown = tuple(sorted(name for name in shared if not name.startswith("key:")))
+    keys = tuple(sorted(name[4:] for name in shared if name.startswith("key:")))
+    earliest = min(members, key=lambda m: (m.occurred_at, m.id))
+    return Recurrence(
+        tuple(sorted(rows)), sessions, days, round(agreement, 4), shown + keys, key_sentence(earliest.content)
+    )
+
+
+def states_something(memory: Memory) -> bool:
+    """False for a question; for a dialogue turn, also for a short one ("Bye Nate!") and for one that
+    speaks of the listener as much as of its speaker ("Glad I could help. You've got this!")."""
+    text = _ASIDE.sub(" ", memory.content).strip()
+    sentences = [s for s in SENTENCE_END.split(text) if s.strip()] or [text]
+    if 2 * sum(s.rstrip().endswith(_QUESTION) for s in sentences) >= len(sentences):
+        return False
+    if memory.speaker is None:
+        return True
+    words = [w.casefold() for w in _WORD.findall(text)]
+    listener = sum(w in _LISTENER for w in words)
+    return len(words) >= INFORMATIVE_WORDS and (listener == 0 or sum(w in _SPEAKER_SELF for w in words) > listener)
+
+
+def _occasion(memory: Memory) -> str:
+    return f"session:{memory.session_id}" if memory.session_id else f"day:{memory.occurred_at[:10]}"
+
+
+def _names(memory: Memory) -> frozenset[str]:
+    """The memory's identifiers that hold a digit, as written, and its semantic_key (prefixed `key:`)."""
+    names = {token for token in _IDENTIFIER.findall(memory.content) if any(c.isdigit() for c in token)}
+    if memory.semantic_key:
+        names.add("key:" + memory.semantic_key.strip())
+    return frozenset(names)
+
+
+def _shared_names(a: frozenset[str], b: frozenset[str]) -> set[str]:
+    common = {n for n in a & b if not n.startswith("key:")}
+    keys = [(x, y) for x in a for y in b if x.startswith("key:") and y.startswith("key:")]
+    common |= {x for x, y in keys if x == y or y.startswith(x + "/") or y.startswith(x + ":")}
+    common |= {y for x, y in keys if x.startswith(y + "/") or x.startswith(y + ":")}
+    return common
