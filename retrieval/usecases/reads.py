@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
@@ -203,7 +204,11 @@ def _ranking(
     )
 
 
-def _pack_items(pack: Pack, shown: list[Hydrated]) -> tuple[PackItem, ...]:
+def _pack_items(pack: Pack, shown: list[Hydrated], folded: Sequence[Collapsed] = ()) -> tuple[PackItem, ...]:
+    """The pack's items; a group's lists the members its lines show (`folded`, in line order)."""
+    lines: dict[str, list[str]] = {}
+    for c in folded:
+        lines.setdefault(c.into, []).append(c.id)
     return tuple(
         PackItem(
             id=h.memory.id,
@@ -214,6 +219,7 @@ def _pack_items(pack: Pack, shown: list[Hydrated]) -> tuple[PackItem, ...]:
             shortened=item.shortened,
             created_at=h.memory.created_at,
             occurred_at=h.memory.occurred_at,
+            members=tuple(lines.get(h.memory.id, ())),
         )
         for item, h in zip(pack.items, shown, strict=True)
     )
@@ -247,7 +253,7 @@ def recall_context(engine: MemoryEngine, read: PreparedRead[RecallRequest]) -> C
         request.query,
         plan,
         Budget.of(pack, request.max_items, request.max_tokens),
-        _pack_items(pack, shown),
+        _pack_items(pack, shown, folded),
         pack.context_text,
         request.scope or "",
         tuple(item.text for item in pack.items),
@@ -256,12 +262,14 @@ def recall_context(engine: MemoryEngine, read: PreparedRead[RecallRequest]) -> C
 
 def search_memory(engine: MemoryEngine, read: PreparedRead[SearchRequest]) -> SearchResults:
     """Strict search: a result needs cosine >= min_score, or every query term present, or its
-    `semantic_key` named by the query (ranking/semantic_keys.py; score 1 for either); restatements collapse as
-    in a pack, and results are listed by that score."""
+    `semantic_key` named by the query (ranking/semantic_keys.py; score 1 for either); what reflect made lists
+    its live members instead of itself and restatements collapse, as in a pack, and results are listed by
+    that score."""
     request = read.request
     threshold = engine.settings.search_min_score if request.min_score is None else request.min_score
     retrieval = _ranking(engine, read, max(CANDIDATE_DEPTH, 2 * request.limit))
-    ranked, _ = _without_restatements(engine, hydrate(engine, retrieval, len(retrieval.ranked)))
+    _, read_memories = _holders(engine, hydrate(engine, retrieval, len(retrieval.ranked)), retrieval)
+    ranked, _ = _without_restatements(engine, read_memories)
     wanted = set(engine.sparse.query(request.query).indices)
     named = query_terms(request.query)
     results: list[SearchResult] = []
@@ -281,10 +289,12 @@ def search_memory(engine: MemoryEngine, read: PreparedRead[SearchRequest]) -> Se
 
 
 def recall(engine: MemoryEngine, read: PreparedRead[LightRecallRequest]) -> RecallResults:
-    """The light, best-effort path: the top few memories with their content, no budget report."""
+    """The light, best-effort path: the top few memories with their content, no budget report; what
+    reflect made lists its live members instead of itself, as in a pack."""
     request = read.request
     retrieval = _ranking(engine, read, CANDIDATE_DEPTH)
-    ranked, _ = _without_restatements(engine, hydrate(engine, retrieval, PACK_WINDOW * request.limit))
+    _, read_memories = _holders(engine, hydrate(engine, retrieval, PACK_WINDOW * request.limit), retrieval)
+    ranked, _ = _without_restatements(engine, read_memories)
     results = tuple(SearchResult.of(h.memory, round(h.ranked.score, 6)) for h in ranked[: request.limit])
     engine.read_tracker.record([r.id for r in results], question=request.query)
     return RecallResults(request.query, results)

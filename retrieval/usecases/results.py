@@ -49,7 +49,9 @@ class Budget:
 
 @dataclass(frozen=True, slots=True)
 class PackItem:
-    """One packed memory: where it is, its final score, and the tokens its block costs."""
+    """One packed memory: where it is, its final score, and the tokens its block costs. A group's item
+    (a summary or promotion showing the members the pack holds: ranking/grouping.py) lists in
+    `members` the memories its lines show, in line order: the ids to cite or edit."""
 
     id: str
     type: str
@@ -59,6 +61,7 @@ class PackItem:
     shortened: bool
     created_at: str
     occurred_at: str
+    members: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -65,6 +65,11 @@ class PackItemOut(BaseModel):
     shortened: bool
     created_at: str
     occurred_at: str
+    members: list[str] = Field(
+        default_factory=list,
+        description="a group's (a summary or promotion showing the memories the pack holds under its header): "
+        "the ids of the memories its lines show, in line order; empty for a memory shown as itself",
+    )
 
 
 class CandidatesOut(BaseModel):

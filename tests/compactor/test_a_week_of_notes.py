@@ -12,7 +12,7 @@ import pytest
 from compactor import ReflectRequest, ReflectSettings, reflect
 from retrieval import ConflictError, Principal, archive_memory, get_memory, import_records
 from retrieval.domain import format_time, script_of
-from tests.support import pack_for
+from tests.support import pack_for, recall_for, search_for
 
 NOW = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
 ALICE = Principal(owner_id="alice", agent_id="a1")
@@ -161,6 +161,11 @@ def test_a_summary_groups_the_notes_a_pack_holds_under_one_header_and_never_take
     block = after.blocks[[item.id for item in after.items].index(summary)]
     for _, text in BUG:
         assert after.context_text.count(text) == 1 and f"- {text}" in block  # each note whole, once
+    item = after.items[[i.id for i in after.items].index(summary)]
+    by_id = {m.id: m.content for m in engine.store.iterate("alice")}
+    lines = [line for line in block.splitlines() if line.startswith("- ")]
+    assert [f"- {by_id[i]}" for i in item.members] == lines  # each line cites its own memory
+    assert all(i.members == () for i in after.items if i.id != summary)
     assert "Summary of" not in after.context_text  # the heading is the summary's own text, not shown
     assert after.budget.used_tokens < before.budget.used_tokens  # two headers saved, nothing else lost
     assert {t for _, t in BUG + OTHER if t in before.context_text} <= {
@@ -272,3 +277,20 @@ def test_notes_that_name_one_ticket_on_two_days_recur_though_their_words_differ(
     dry = reflect(engine, ALICE, ReflectRequest(time_window_hours=240, dry_run=True))
     reasons = [p["reason"] for p in dry.preview if p["action"] == "promote"]
     assert len(reasons) == 1 and "both name PAY-2291" in reasons[0] and "cosine" not in reasons[0], dry.preview
+
+
+def test_search_and_recall_show_the_note_that_matched_never_the_summary_holding_it(engine) -> None:  # type: ignore[no-untyped-def]
+    """While its notes are live, a summary only groups them in a pack; search and the light recall list
+    the notes themselves, whole, so an agent that cites or edits a result's id touches the note."""
+    summary = reflect(engine, ALICE, WEEK).summaries[0]["id"]
+    (fix,) = ids_of(engine, [FIX])
+    for question in ("PAY-2291 root cause", "zero-decimal currencies minor-units table", "How did we fix PAY-2291?"):
+        searched = search_for(engine, ALICE, question, min_score=0.0).results
+        recalled = recall_for(engine, ALICE, question).results
+        for results in (searched, recalled):
+            assert summary not in [r.id for r in results] and fix in [r.id for r in results]
+            assert next(r.content for r in results if r.id == fix) == FIX
+    symptom = ids_of(engine, [BUG[0][1]])[0]
+    archive_memory(engine, ALICE, symptom)  # the summary is now the only readable copy of the symptom
+    found = search_for(engine, ALICE, "Which orders had refunds that were too large?", min_score=0.0).results
+    assert summary in [r.id for r in found] and symptom not in [r.id for r in found]

@@ -85,6 +85,7 @@ class PackItem:
     shortened: bool = False
     created_at: str = ""
     occurred_at: str = ""
+    members: list[str] = field(default_factory=list)  # a group's: the memories its lines show, in order
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
 

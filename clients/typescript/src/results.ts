@@ -71,6 +71,8 @@ export interface PackItem {
   shortened: boolean;
   created_at: string;
   occurred_at: string;
+  /** A group's (a summary or promotion showing memories the pack holds): the ids its lines show, in order. */
+  members?: string[];
 }
 
 /** A pack's budget: `used_tokens` is the exact cl100k count of `context_text`, never over `max_tokens`. */

@@ -102,6 +102,7 @@ const RESPONSES: Record<string, FieldsOf<object>> = {
     shortened: "required",
     created_at: "required",
     occurred_at: "required",
+    members: "optional",
   } satisfies FieldsOf<PackItem>,
   RetrievalPlanOut: {
     strategy: "required",
