@@ -30,6 +30,7 @@ __all__ = ["Recurrence", "find_recurrence", "states_something"]
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 _SPEAKER_SELF = frozenset({"i", "i'm", "i've", "i'll", "i'd", "me", "my", "mine", "we", "we're", "our", "us"})
 _LISTENER = frozenset({"you", "you're", "you've", "you'll", "you'd", "your", "yours", "yourself", "ya"})
+_IDEOGRAPH = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _ASIDE = re.compile(r"\[[^\]]*\]")  # "[shares a photo: ...]" in a transcript
 _QUESTION = ("?", "？")
 QUOTE_CHARS = 100  # of the recurring sentence, in the reason a reviewer reads
@@ -103,8 +104,9 @@ def states_something(memory: Memory) -> bool:
     if memory.speaker is None:
         return True
     words = [w.casefold() for w in _WORD.findall(text)]
+    size = sum(len(_IDEOGRAPH.findall(w)) or 1 for w in words)  # Han, Kana, Hangul: a word per character
     listener = sum(w in _LISTENER for w in words)
-    return len(words) >= INFORMATIVE_WORDS and (listener == 0 or sum(w in _SPEAKER_SELF for w in words) > listener)
+    return size >= INFORMATIVE_WORDS and (listener == 0 or sum(w in _SPEAKER_SELF for w in words) > listener)
 
 
 def _occasion(memory: Memory) -> str:

@@ -16,6 +16,7 @@ from compactor import ReflectRequest, ReflectSettings
 from compactor.clustering import cluster_vectors
 from compactor.lifecycle import decayed_importance, idle_days, is_expired, is_protected, should_archive
 from compactor.options import ACTIONS, normalize_actions, resolve_options
+from compactor.recurrence import find_recurrence, states_something
 from compactor.summarizer import ClusterView, ExtractiveSummarizer, representatives
 from retrieval import Memory, MemoryType, PermissionDeniedError, Principal, ValidationError
 from retrieval.domain import format_time, key_sentence
@@ -318,3 +319,42 @@ def test_mcp_text_shows_the_five_counts_and_at_most_20_audit_ids():
     assert lines[-2:] == ["- id-19", "... and 5 more"] and len(lines) == 10 + 20 + 1
     empty = render_reflect_text(replace(report, audit_record_ids=(), dry_run=True)).splitlines()
     assert empty[1] == "Dry Run: true" and empty[-3:] == ["Audit Records: 0", "", "Candidates: 0"]
+
+
+# -- recurrence ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("content", "speaker", "states"),
+    [
+        ("Deploys of the payments service need a second reviewer.", None, True),
+        ("Should we move the ledger to Postgres 16?", None, False),  # a question states nothing
+        ("Bye Nate! See you soon.", "Joanna", False),  # small talk: too short
+        ("Glad I could help. You've got this, you really do!", "Jon", False),  # of the listener as much
+        ("I finally finished my screenplay and sent it to three film festivals last week.", "Joanna", True),
+        ("对账问题请联系财务部的王芳，她负责每月的对账。", "Ana", True),  # a word per character
+        ("好的，谢谢！", "Ana", False),
+    ],
+)
+def test_what_states_something(content, speaker, states):
+    assert states_something(memory(content=content, speaker=speaker)) is states
+
+
+def test_a_fact_recurs_when_said_again_on_another_occasion_or_named_again():
+    close = np.array([[1.0, 0.0], [0.8, 0.6], [0.0, 1.0]])  # rows 0 and 1 at cosine 0.8, row 2 far
+    said = [
+        memory(id="a", content="The settlement cutoff is 17:00 CET for EU cards.", session_id="s1"),
+        memory(id="b", content="Finance says the EU card settlement cutoff is 17:00 CET.", session_id="s2"),
+        memory(id="c", content="The refund runbook lives in the ops repository now.", session_id="s3"),
+    ]
+    found = find_recurrence(said, close, min_agreement=0.65)
+    assert found is not None and found.rows == (0, 1) and found.sessions == 2 and found.names == ("17:00",)
+    assert found.agreement == 0.8 and found.said == said[0].content
+    same_session = [replace(m, session_id="s1") for m in said]
+    assert find_recurrence(same_session, close, min_agreement=0.65) is None  # one occasion: nothing recurs
+    apart = np.array([[1.0, 0.0], [0.6, 0.8], [-1.0, 0.0]])  # 0.6 at most, and no name in common
+    unnamed = [replace(m, content=m.content.replace("17:00 ", "")) for m in said]
+    assert find_recurrence(unnamed, apart, min_agreement=0.65) is None
+    keyed = [replace(unnamed[0], semantic_key="bug:PAY-2291"), replace(unnamed[1], semantic_key="bug:PAY-2291/fix")]
+    found = find_recurrence(keyed, apart[:2], min_agreement=0.65)
+    assert found is not None and found.names == ("bug:PAY-2291",) and found.agreement == 0.0
