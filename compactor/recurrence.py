@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from retrieval import Memory
-from retrieval.domain import INFORMATIVE_WORDS, SENTENCE_END, key_sentence
+from retrieval.domain import INFORMATIVE_WORDS, SENTENCE_END, clipped, key_sentence
 
 from .clustering import unit_rows
 
@@ -53,7 +53,7 @@ class Recurrence:
     def describe(self) -> str:
         """What recurred, when, and what showed it, for a reviewer."""
         span = self.days[0] if len(self.days) == 1 else f"{self.days[0]} to {self.days[-1]}"
-        said = self.said if len(self.said) <= QUOTE_CHARS else self.said[: QUOTE_CHARS - 1].rstrip() + "…"
+        said = clipped(self.said, QUOTE_CHARS)
         shown = [f"cosine up to {self.agreement:.2f}"] if self.agreement else []
         shown += [f"both name {', '.join(self.names)}"] if self.names else []
         return (
@@ -67,30 +67,36 @@ def find_recurrence(cluster: Sequence[Memory], vectors: np.ndarray, min_agreemen
     unit = unit_rows(vectors)
     similarity = unit @ unit.T
     stating = [states_something(m) for m in cluster]
-    names = [_names(m) for m in cluster]
+    names = [_identifiers(m) for m in cluster]
     rows: set[int] = set()
     agreement = 0.0
     shared: set[str] = set()
+    keys: set[str] = set()
     for a in range(len(cluster)):
         for b in range(a + 1, len(cluster)):
             if _occasion(cluster[a]) == _occasion(cluster[b]):
                 continue
             agrees = stating[a] and stating[b] and float(similarity[a, b]) >= min_agreement
-            common = _shared_names(names[a], names[b])
-            if agrees or common:
+            common = names[a] & names[b]
+            key = _common_key(cluster[a].semantic_key, cluster[b].semantic_key)
+            if agrees or common or key:
                 rows.update((a, b))
                 agreement = max(agreement, float(similarity[a, b])) if agrees else agreement
                 shared |= common
+                keys |= {key} if key else set()
     if not rows:
         return None
     members = [cluster[r] for r in sorted(rows)]
     sessions = len({m.session_id for m in members if m.session_id}) or 1
     days = tuple(sorted({m.occurred_at[:10] for m in members}))
-    shown = tuple(sorted(name for name in shared if not name.startswith("key:")))
-    keys = tuple(sorted(name[4:] for name in shared if name.startswith("key:")))
     earliest = min(members, key=lambda m: (m.occurred_at, m.id))
     return Recurrence(
-        tuple(sorted(rows)), sessions, days, round(agreement, 4), shown + keys, key_sentence(earliest.content)
+        tuple(sorted(rows)),
+        sessions,
+        days,
+        round(agreement, 4),
+        tuple(sorted(shared)) + tuple(sorted(keys)),
+        key_sentence(earliest.content),
     )
 
 
@@ -113,17 +119,15 @@ def _occasion(memory: Memory) -> str:
     return f"session:{memory.session_id}" if memory.session_id else f"day:{memory.occurred_at[:10]}"
 
 
-def _names(memory: Memory) -> frozenset[str]:
-    """The memory's identifiers that hold a digit, as written, and its semantic_key (prefixed `key:`)."""
-    names = {token for token in _IDENTIFIER.findall(memory.content) if any(c.isdigit() for c in token)}
-    if memory.semantic_key:
-        names.add("key:" + memory.semantic_key.strip())
-    return frozenset(names)
+def _identifiers(memory: Memory) -> frozenset[str]:
+    """The memory's identifiers that hold a digit, as written."""
+    return frozenset(token for token in _IDENTIFIER.findall(memory.content) if any(c.isdigit() for c in token))
 
 
-def _shared_names(a: frozenset[str], b: frozenset[str]) -> set[str]:
-    common = {n for n in a & b if not n.startswith("key:")}
-    keys = [(x, y) for x in a for y in b if x.startswith("key:") and y.startswith("key:")]
-    common |= {x for x, y in keys if x == y or y.startswith(x + "/") or y.startswith(x + ":")}
-    common |= {y for x, y in keys if x.startswith(y + "/") or x.startswith(y + ":")}
-    return common
+def _common_key(a: str | None, b: str | None) -> str | None:
+    """The semantic_key two memories share, when one's key is the other's or lies under it
+    (`bug:PAY-2291` and `bug:PAY-2291/fix`): the shorter of the two; None otherwise."""
+    if not a or not b:
+        return None
+    first, second = sorted((a.strip(), b.strip()), key=len)
+    return first if second == first or second.startswith((first + "/", first + ":")) else None

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from retrieval.domain import format_time
+from retrieval.domain import clipped, format_time
 
 from .plan import Change, Declined, Plan
 
@@ -134,7 +134,7 @@ def _preview(change: Change, with_content: bool) -> dict[str, Any]:
         "reason": change.reason,
     }
     if with_content:
-        item["text"] = text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1].rstrip() + "…"
+        item["text"] = clipped(text, PREVIEW_CHARS)
         item["content"] = subject.content
     if change.action in ("summarize", "promote"):  # the members, each with when it occurred
         members = [after for before, after in change.pairs if before is not None]
@@ -156,8 +156,7 @@ def _whole_lines(item: Mapping[str, Any]) -> list[str]:
         lines += [f"  | {line}" for line in str(item["content"]).splitlines() if line.strip()]
     members = item["members"]
     for member in members[:MAX_TEXT_MEMBERS]:
-        said = " ".join(str(member.get("content", "")).split())
-        said = said if len(said) <= MEMBER_CHARS else said[: MEMBER_CHARS - 1].rstrip() + "…"
+        said = clipped(" ".join(str(member.get("content", "")).split()), MEMBER_CHARS)
         when = str(member["occurred_at"])[:16].replace("T", " ")
         lines.append(f"  * {when} {member['id']} {member['path']}: {said}".rstrip())
     if len(members) > MAX_TEXT_MEMBERS:

@@ -46,7 +46,7 @@ from .records import (
     utc_now,
 )
 from .scopes import ADMIN, READ, SCOPES, WRITE
-from .sentences import INFORMATIVE_WORDS, SENTENCE_END, carries, key_sentence, normalise, sentences_of
+from .sentences import INFORMATIVE_WORDS, SENTENCE_END, carries, clipped, key_sentence, normalise, sentences_of
 from .settings import DATABASE_SCHEMES, RetrievalSettings, available_cpus, default_model_path
 from .texts import (
     MAX_UNITS,
@@ -148,6 +148,7 @@ __all__ = [
     "check_query",
     "check_range",
     "check_unit",
+    "clipped",
     "context_line",
     "default_model_path",
     "embed_digest",

@@ -1,11 +1,11 @@
-"""Sentences of a memory: its key sentence, whether a text carries all of them, and the normal form
-texts compare in."""
+"""Sentences of a memory: its key sentence, whether a text carries all of them, the normal form texts
+compare in, and a text clipped for a person to read."""
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["INFORMATIVE_WORDS", "SENTENCE_END", "carries", "key_sentence", "normalise", "sentences_of"]
+__all__ = ["INFORMATIVE_WORDS", "SENTENCE_END", "carries", "clipped", "key_sentence", "normalise", "sentences_of"]
 
 SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 _SPEAKER = re.compile(r"^[A-Z][\w.' -]{0,39}: ")  # "Caroline: " in a transcript
@@ -48,3 +48,9 @@ def carries(text: str, content: str) -> bool:
     before recall may show it in a member's place. A summary that took one sentence of two does not."""
     holder = normalise(text)
     return normalise(content) in holder or all(sentence in holder for sentence in sentences_of(content))
+
+
+def clipped(text: str, chars: int) -> str:
+    """`text` when it has at most `chars` characters, else its first `chars` - 1 (trailing space dropped)
+    and an ellipsis: a line a reviewer reads, never a text anything matches."""
+    return text if len(text) <= chars else text[: chars - 1].rstrip() + "…"

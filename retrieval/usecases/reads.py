@@ -119,6 +119,13 @@ def _holders(engine: MemoryEngine, read: list[Hydrated], retrieval: Retrieval) -
     return holders, [h for h in read if h.memory.id not in grouping]
 
 
+def _listed(engine: MemoryEngine, read: list[Hydrated], retrieval: Retrieval) -> list[Hydrated]:
+    """What a list of results shows of a read: what reflect made that only groups set aside for its live
+    members (`_holders`), then restatements collapsed, as in a pack."""
+    _, listed = _holders(engine, read, retrieval)
+    return _without_restatements(engine, listed)[0]
+
+
 def _grouped(
     engine: MemoryEngine, ranked: list[Hydrated], holders: list[Hydrated], max_items: int, max_tokens: int
 ) -> tuple[Pack, list[Hydrated], list[Collapsed], dict[str, int]]:
@@ -268,8 +275,7 @@ def search_memory(engine: MemoryEngine, read: PreparedRead[SearchRequest]) -> Se
     request = read.request
     threshold = engine.settings.search_min_score if request.min_score is None else request.min_score
     retrieval = _ranking(engine, read, max(CANDIDATE_DEPTH, 2 * request.limit))
-    _, read_memories = _holders(engine, hydrate(engine, retrieval, len(retrieval.ranked)), retrieval)
-    ranked, _ = _without_restatements(engine, read_memories)
+    ranked = _listed(engine, hydrate(engine, retrieval, len(retrieval.ranked)), retrieval)
     wanted = set(engine.sparse.query(request.query).indices)
     named = query_terms(request.query)
     results: list[SearchResult] = []
@@ -293,8 +299,7 @@ def recall(engine: MemoryEngine, read: PreparedRead[LightRecallRequest]) -> Reca
     reflect made lists its live members instead of itself, as in a pack."""
     request = read.request
     retrieval = _ranking(engine, read, CANDIDATE_DEPTH)
-    _, read_memories = _holders(engine, hydrate(engine, retrieval, PACK_WINDOW * request.limit), retrieval)
-    ranked, _ = _without_restatements(engine, read_memories)
+    ranked = _listed(engine, hydrate(engine, retrieval, PACK_WINDOW * request.limit), retrieval)
     results = tuple(SearchResult.of(h.memory, round(h.ranked.score, 6)) for h in ranked[: request.limit])
     engine.read_tracker.record([r.id for r in results], question=request.query)
     return RecallResults(request.query, results)
