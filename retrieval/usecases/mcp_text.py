@@ -21,7 +21,9 @@ def render_context_text(pack: ContextPack, counter: TokenCounter) -> str:
     """`### XMemo Context` text of a structured recall_context pack, counted whole against `max_tokens`.
 
     What the agent receives is this text, so its `Budget:` line reports the tokens of all of it: the
-    heading, the Items, Budget and Reference lines, `Context:` and the body. The body is `context_text`
+    heading, the Items, Budget and Reference lines, `Context:` and the body. There is a Reference line
+    per memory shown, and `Items:` counts them: a block grouping a summary's members under its header
+    cites each member, in line order (`_references`). The body is `context_text`
     cut further when the whole does not fit: whole items are left out from the end (with their
     Reference lines), then the one left is shortened. When not even the heading, the Items line and one
     Reference line fit, the text is those and a Budget line saying that the budget is too small and the
@@ -38,7 +40,7 @@ def render_context_text(pack: ContextPack, counter: TokenCounter) -> str:
             "Items: 1",
             f"Budget: too small: max_tokens {pack.budget.max_tokens} cannot hold the heading, the Items line "
             f"and one reference; they need max_tokens {_least_budget(pack, counter)}",
-            _reference(pack.items[0]),
+            _references(pack.items[:1])[0],
         ]
     )
 
@@ -57,7 +59,8 @@ def _fitted(pack: ContextPack, counter: TokenCounter, most: int) -> str | None:
 def _least_budget(pack: ContextPack, counter: TokenCounter) -> int:
     """The least `max_tokens` over this pack's budget whose text holds the heading, the Items line and
     one Reference line: counted, from the tokens of those lines alone upwards."""
-    lines = counter.count("\n".join(["### XMemo Context", "Items: 1", _reference(pack.items[0]), "Context:", ""]))
+    first = _references(pack.items[:1])[0]
+    lines = counter.count("\n".join(["### XMemo Context", "Items: 1", first, "Context:", ""]))
     return next(
         max_tokens
         for max_tokens in itertools.count(max(lines, pack.budget.max_tokens + 1))
@@ -65,21 +68,26 @@ def _least_budget(pack: ContextPack, counter: TokenCounter) -> int:
     )
 
 
-def _reference(item: PackItem) -> str:
-    return f"Reference: {item.id} | Type: {item.type} | Location: {item.path}"
+def _references(items: Sequence[PackItem]) -> list[str]:
+    """A Reference line per memory the items show: a group's block (a summary or promotion over the
+    memories the pack holds) cites each of its lines' memories, in line order, never the summary."""
+    return [
+        f"Reference: {m.id} | Type: {m.type} | Location: {m.path}" for item in items for m in (item.members or (item,))
+    ]
 
 
 def _whole(pack: ContextPack, shown: int, body: str, counter: TokenCounter, *, shortened: int) -> str:
     """The text with the first `shown` items and `body`, its Budget line counting the text it is in."""
     budget = pack.budget
     dropped = budget.dropped_items + len(pack.items) - shown
+    references = _references(pack.items[:shown])
     used = 0
     for _ in range(4):  # the count's own digits are in the text: settle it (twice is the most it takes)
         line = (
             f"Budget: used {used}/{budget.max_tokens} tokens, {shown}/{budget.max_items} items; "
             f"dropped {dropped}, shortened {budget.shortened_items + shortened}"
         )
-        head = ["### XMemo Context", f"Items: {shown}", line, *(_reference(i) for i in pack.items[:shown]), "Context:"]
+        head = ["### XMemo Context", f"Items: {len(references)}", line, *references, "Context:"]
         text = "\n".join(head) + "\n" + body
         counted = counter.count(text)
         if counted == used:

@@ -28,6 +28,7 @@ from ..engine import MemoryEngine
 from ..ranking import (
     MIN_GROUP,
     Collapsed,
+    Group,
     Pack,
     PackCandidate,
     collapse_restatements,
@@ -44,6 +45,7 @@ from .results import (
     Dropped,
     DurableMemory,
     PackItem,
+    PackMember,
     ProjectContext,
     ProjectScope,
     RecallResults,
@@ -128,7 +130,7 @@ def _listed(engine: MemoryEngine, read: list[Hydrated], retrieval: Retrieval) ->
 
 def _grouped(
     engine: MemoryEngine, ranked: list[Hydrated], holders: list[Hydrated], max_items: int, max_tokens: int
-) -> tuple[Pack, list[Hydrated], list[Collapsed], dict[str, int]]:
+) -> tuple[Pack, list[Hydrated], list[Group], dict[str, int]]:
     """Pack `ranked`; then, when reflect's memories group two or more of what it holds, pack again with
     each group one block at its best member's place (its score and components), its other members
     taken out: the header each would have carried is room for further memories. The second pack is
@@ -138,7 +140,7 @@ def _grouped(
     each item shows, the members each group shows, and each memory's place in the list it packed from
     (a member at its group's)."""
     pack = pack_context([_candidate(h.memory) for h in ranked], max_items, max_tokens, engine.tokens)
-    plain: tuple[Pack, list[Hydrated], list[Collapsed], dict[str, int]] = (
+    plain: tuple[Pack, list[Hydrated], list[Group], dict[str, int]] = (
         pack,
         [ranked[item.rank] for item in pack.items],
         [],
@@ -173,8 +175,7 @@ def _grouped(
             held_now.update(m.id for m in g.members)
     if not {m.id for m in whole} <= whole_now or not {ranked[i.rank].memory.id for i in pack.items} <= held_now:
         return plain
-    folded = [Collapsed(m.id, g.holder.id, "grouped") for g in groups for m in g.members]
-    return regrouped, shown, folded, position
+    return regrouped, shown, groups, position
 
 
 def _above_floor(ranked: list[Hydrated], floor: float) -> list[Hydrated]:
@@ -211,11 +212,9 @@ def _ranking(
     )
 
 
-def _pack_items(pack: Pack, shown: list[Hydrated], folded: Sequence[Collapsed] = ()) -> tuple[PackItem, ...]:
-    """The pack's items; a group's lists the members its lines show (`folded`, in line order)."""
-    lines: dict[str, list[str]] = {}
-    for c in folded:
-        lines.setdefault(c.into, []).append(c.id)
+def _pack_items(pack: Pack, shown: list[Hydrated], groups: Sequence[Group] = ()) -> tuple[PackItem, ...]:
+    """The pack's items; a group's lists the members its lines show, in line order."""
+    lines = {g.holder.id: tuple(PackMember.of(m) for m in g.members) for g in groups}
     return tuple(
         PackItem(
             id=h.memory.id,
@@ -226,7 +225,7 @@ def _pack_items(pack: Pack, shown: list[Hydrated], folded: Sequence[Collapsed] =
             shortened=item.shortened,
             created_at=h.memory.created_at,
             occurred_at=h.memory.occurred_at,
-            members=tuple(lines.get(h.memory.id, ())),
+            members=lines.get(h.memory.id, ()),
         )
         for item, h in zip(pack.items, shown, strict=True)
     )
@@ -243,9 +242,10 @@ def recall_context(engine: MemoryEngine, read: PreparedRead[RecallRequest]) -> C
     floor = engine.settings.pack_relevance_floor if request.relevance_floor is None else request.relevance_floor
     holders, hydrated = _holders(engine, hydrated, retrieval)
     window, collapsed = _without_restatements(engine, hydrated)
-    pack, shown, folded, position = _grouped(
+    pack, shown, groups, position = _grouped(
         engine, _above_floor(window, floor), holders, request.max_items, request.max_tokens
     )
+    folded = [Collapsed(m.id, g.holder.id, "grouped") for g in groups for m in g.members]
     engine.read_tracker.record([h.memory.id for h in shown] + [c.id for c in folded], question=request.query)
     packed = {h.memory.id for h in shown} | {c.id for c in folded}
     plan = replace(
@@ -260,7 +260,7 @@ def recall_context(engine: MemoryEngine, read: PreparedRead[RecallRequest]) -> C
         request.query,
         plan,
         Budget.of(pack, request.max_items, request.max_tokens),
-        _pack_items(pack, shown, folded),
+        _pack_items(pack, shown, groups),
         pack.context_text,
         request.scope or "",
         tuple(item.text for item in pack.items),

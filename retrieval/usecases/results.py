@@ -21,6 +21,7 @@ __all__ = [
     "Dropped",
     "DurableMemory",
     "PackItem",
+    "PackMember",
     "ProjectContext",
     "ProjectScope",
     "RecallResults",
@@ -48,10 +49,24 @@ class Budget:
 
 
 @dataclass(frozen=True, slots=True)
+class PackMember:
+    """A memory a group's line shows: the id to cite or edit, and where it is."""
+
+    id: str
+    type: str
+    path: str
+    occurred_at: str
+
+    @classmethod
+    def of(cls, memory: Memory) -> PackMember:
+        return cls(memory.id, memory.type.value, memory.path, memory.occurred_at)
+
+
+@dataclass(frozen=True, slots=True)
 class PackItem:
     """One packed memory: where it is, its final score, and the tokens its block costs. A group's item
     (a summary or promotion showing the members the pack holds: ranking/grouping.py) lists in
-    `members` the memories its lines show, in line order: the ids to cite or edit."""
+    `members` the memories its lines show, in line order: the ones to cite or edit."""
 
     id: str
     type: str
@@ -61,7 +76,7 @@ class PackItem:
     shortened: bool
     created_at: str
     occurred_at: str
-    members: tuple[str, ...] = ()
+    members: tuple[PackMember, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

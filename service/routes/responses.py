@@ -26,6 +26,7 @@ __all__ = [
     "MemoryOut",
     "MemoryPageOut",
     "PackItemOut",
+    "PackMemberOut",
     "ProjectContextOut",
     "ReadyOut",
     "ReflectReportOut",
@@ -56,6 +57,13 @@ class BudgetOut(BaseModel):
     shortened_items: int
 
 
+class PackMemberOut(BaseModel):
+    id: str
+    type: StoredType
+    path: str
+    occurred_at: str
+
+
 class PackItemOut(BaseModel):
     id: str
     type: StoredType
@@ -65,10 +73,11 @@ class PackItemOut(BaseModel):
     shortened: bool
     created_at: str
     occurred_at: str
-    members: list[str] = Field(
+    members: list[PackMemberOut] = Field(
         default_factory=list,
         description="a group's (a summary or promotion showing the memories the pack holds under its header): "
-        "the ids of the memories its lines show, in line order; empty for a memory shown as itself",
+        "the memories its lines show, in line order, each with its id to cite or edit (the MCP text has a "
+        "Reference line for each); empty for a memory shown as itself",
     )
 
 

@@ -23,6 +23,7 @@ from xmemo_client import (
     ConflictError,
     ForbiddenError,
     NotFoundError,
+    PackMember,
     UnavailableError,
     ValidationError,
     XmemoClient,
@@ -83,6 +84,24 @@ def test_a_client_remembers_recalls_searches_and_manages(server: RunningServer) 
         assert invalid.value.status == 422 and "max_items" in invalid.value.message
         forgotten = client.forget(event.id)
         assert forgotten["forgotten"] == [event.id]
+
+
+def test_a_grouped_pack_item_names_the_memories_its_lines_show(server: RunningServer) -> None:
+    """Issue 49 item 3: after reflect summarizes three notes, the pack's grouped item lists its members
+    as PackMember (id, type, path, when), in line order: the memories an agent cites or edits."""
+    notes = [
+        "The staging database moves to PostgreSQL 16 on Friday night.",
+        "PostgreSQL 16 migration for staging is scheduled for Friday night.",
+        "Friday night: staging's database is upgraded to PostgreSQL 16.",
+    ]
+    with XmemoClient(server.url, server.key("gus")) as client:
+        ids = [client.remember(n, "ops/db", memory_type="episodic", session_id=f"s{i}").id for i, n in enumerate(notes)]
+        assert client.reflect(actions_csv="summarize").raw["counts"]["summarized"] == 1
+        pack = client.recall_context("When does staging move to PostgreSQL 16?")
+    (group,) = [item for item in pack.items if item.members]
+    assert all(isinstance(m, PackMember) for m in group.members) and sorted(m.id for m in group.members) == sorted(ids)
+    assert {(m.type, m.path) for m in group.members} == {("episodic", "ops/db")}
+    assert [m.id for m in group.members] == [m["id"] for m in group.raw["members"]]
 
 
 def test_the_client_maps_refusals_to_exceptions(server: RunningServer) -> None:

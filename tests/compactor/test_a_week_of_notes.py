@@ -12,6 +12,7 @@ import pytest
 from compactor import ReflectRequest, ReflectSettings, reflect
 from retrieval import ConflictError, Principal, archive_memory, get_memory, import_records
 from retrieval.domain import format_time, script_of
+from retrieval.usecases import render_context_text
 from tests.support import pack_for, recall_for, search_for
 
 NOW = datetime(2026, 11, 29, 18, 0, tzinfo=UTC)
@@ -162,10 +163,16 @@ def test_a_summary_groups_the_notes_a_pack_holds_under_one_header_and_never_take
     for _, text in BUG:
         assert after.context_text.count(text) == 1 and f"- {text}" in block  # each note whole, once
     item = after.items[[i.id for i in after.items].index(summary)]
-    by_id = {m.id: m.content for m in engine.store.iterate("alice")}
+    by_id = {m.id: m for m in engine.store.iterate("alice")}
     lines = [line for line in block.splitlines() if line.startswith("- ")]
-    assert [f"- {by_id[i]}" for i in item.members] == lines  # each line cites its own memory
+    assert [f"- {by_id[m.id].content}" for m in item.members] == lines  # each line cites its own memory
+    assert all((m.type, m.path) == (by_id[m.id].type.value, by_id[m.id].path) for m in item.members)
     assert all(i.members == () for i in after.items if i.id != summary)
+    text = render_context_text(after, engine.tokens)  # the MCP text cites the members too, never the summary
+    cited = [line.split(" | ")[0].removeprefix("Reference: ") for line in text.splitlines() if "Reference: " in line]
+    assert summary not in cited and cited.index(item.members[0].id) == [i.id for i in after.items].index(summary)
+    assert cited[cited.index(item.members[0].id) :][: len(item.members)] == [m.id for m in item.members]
+    assert f"Items: {len(cited)}" in text.splitlines() and len(cited) == len(after.items) - 1 + len(item.members)
     assert "Summary of" not in after.context_text  # the heading is the summary's own text, not shown
     assert after.budget.used_tokens < before.budget.used_tokens  # two headers saved, nothing else lost
     assert {t for _, t in BUG + OTHER if t in before.context_text} <= {

@@ -3,7 +3,7 @@ as `raw` (fields the server adds later stay reachable)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, TypeVar
 
 __all__ = [
@@ -12,6 +12,7 @@ __all__ = [
     "MemoryPage",
     "MemoryRecord",
     "PackItem",
+    "PackMember",
     "ReflectReport",
     "Remembered",
     "SearchHit",
@@ -76,6 +77,17 @@ class MemoryPage:
 
 
 @dataclass(frozen=True, slots=True)
+class PackMember:
+    """A memory a grouped item's line shows: the id to cite or edit, and where it is."""
+
+    id: str
+    type: str
+    path: str
+    occurred_at: str = ""
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass(frozen=True, slots=True)
 class PackItem:
     id: str
     type: str
@@ -85,7 +97,7 @@ class PackItem:
     shortened: bool = False
     created_at: str = ""
     occurred_at: str = ""
-    members: list[str] = field(default_factory=list)  # a group's: the memories its lines show, in order
+    members: list[PackMember] = field(default_factory=list)  # a group's: the memories its lines show, in order
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -154,11 +166,16 @@ def context_pack(data: dict[str, Any]) -> ContextPack:
     return ContextPack(
         query=data.get("query", ""),
         context_text=data.get("context_text", ""),
-        items=[parse(PackItem, item) for item in data.get("items", [])],
+        items=[pack_item(item) for item in data.get("items", [])],
         budget=parse(Budget, data.get("budget", {})),
         retrieval_plan=data.get("retrieval_plan", {}),
         raw=data,
     )
+
+
+def pack_item(data: dict[str, Any]) -> PackItem:
+    """A pack item, its members read as PackMember (`raw` keeps the response's object)."""
+    return replace(parse(PackItem, data), members=[parse(PackMember, m) for m in data.get("members", [])])
 
 
 def search_results(data: dict[str, Any]) -> SearchResults:

@@ -71,8 +71,16 @@ export interface PackItem {
   shortened: boolean;
   created_at: string;
   occurred_at: string;
-  /** A group's (a summary or promotion showing memories the pack holds): the ids its lines show, in order. */
-  members?: string[];
+  /** A group's (a summary or promotion showing memories the pack holds): the memories its lines show, in order. */
+  members?: PackMember[];
+}
+
+/** A memory a grouped pack item's line shows: the id to cite or edit, and where it is. */
+export interface PackMember {
+  id: string;
+  type: MemoryType;
+  path: string;
+  occurred_at: string;
 }
 
 /** A pack's budget: `used_tokens` is the exact cl100k count of `context_text`, never over `max_tokens`. */

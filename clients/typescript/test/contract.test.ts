@@ -34,6 +34,7 @@ import type {
   MemoryVersion,
   NewMemory,
   PackItem,
+  PackMember,
   QueryReading,
   RecallFields,
   ReflectFields,
@@ -104,6 +105,12 @@ const RESPONSES: Record<string, FieldsOf<object>> = {
     occurred_at: "required",
     members: "optional",
   } satisfies FieldsOf<PackItem>,
+  PackMemberOut: {
+    id: "required",
+    type: "required",
+    path: "required",
+    occurred_at: "required",
+  } satisfies FieldsOf<PackMember>,
   RetrievalPlanOut: {
     strategy: "required",
     channels: "required",

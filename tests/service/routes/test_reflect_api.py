@@ -46,3 +46,32 @@ def test_a_proposal_turned_down_over_rest_is_held_back_until_reconsidered(tmp_pa
         assert [p["proposal_id"] for p in shown["preview"]] == [no] and shown["held_back"] == []
         declines = app.client.get("/api/v1/audit", headers=alice, params={"action": "decline"}).json()["records"]
         assert [r["action"] for r in declines] == ["decline"]
+
+
+def test_a_summarys_block_cites_its_members_over_rest_and_in_the_mcp_references(tmp_path):
+    """Issue 49 item 3: after reflect summarizes three notes of one move, a pack that holds them shows them as
+    one block under the summary's header; the REST item lists each line's memory (id, type, path, when)
+    and the MCP text has a Reference line for each of them, in line order, and none for the summary."""
+    notes = [
+        "The staging database moves to PostgreSQL 16 on Friday night.",
+        "PostgreSQL 16 migration for staging is scheduled for Friday night.",
+        "Friday night: staging's database is upgraded to PostgreSQL 16.",
+    ]
+    with in_process(tmp_path / "data") as app:
+        alice = app.headers("alice", scopes=("memory:read", "memory:write"))
+        ids = []
+        for n, text in enumerate(notes):
+            body = {"content": text, "path": "ops/db", "memory_type": "episodic", "session_id": f"s{n}"}
+            ids.append(app.client.post("/api/v1/remember", headers=alice, json=body).json()["id"])
+        done = app.client.post("/api/v1/reflect", headers=alice, json={"actions_csv": "summarize"}).json()
+        (summary,) = [s["id"] for s in done["summaries"]]
+        ask = {"query": "When does staging move to PostgreSQL 16?", "max_tokens": 1500}
+        pack = app.client.post("/v1/recall/context", headers=alice, json=ask).json()
+        (group,) = [item for item in pack["items"] if item["members"]]
+        assert group["id"] == summary and sorted(m["id"] for m in group["members"]) == sorted(ids)
+        assert {(m["type"], m["path"]) for m in group["members"]} == {("episodic", "ops/db")}
+        failed, text = app.mcp(alice, "recall_context", ask)
+    assert not failed, text
+    references = [line for line in text.splitlines() if line.startswith("Reference: ")]
+    cited = [line.split(" | ")[0].removeprefix("Reference: ") for line in references]
+    assert cited == [m["id"] for m in group["members"]] and f"Items: {len(cited)}" in text.splitlines()
