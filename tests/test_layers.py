@@ -171,7 +171,8 @@ def test_public_api_of_retrieval() -> None:
         [
             "AuthenticationError", "Budget", "ConflictError", "ContextPack", "IndexUnavailableError",
             "LightRecallRequest", "Memory", "MemoryEngine", "MemoryStatus", "MemoryType", "ModelMismatchError",
-            "NotFoundError", "PackItem", "PermissionDeniedError", "PreparedRead", "Principal", "ReadFilters",
+            "NotFoundError", "PackItem", "PackMember", "PermissionDeniedError", "PreparedRead", "Principal",
+            "ReadFilters",
             "RecallRequest", "RememberRequest", "RetrievalPlan", "RetrievalSettings", "SearchRequest", "SearchResult",
             "StoreError", "ValidationError", "WriteResult", "XMemoError",
             "add_event", "archive_memory", "get_memory", "hybrid_retrieve", "import_records", "prepare_read",

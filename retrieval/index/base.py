@@ -15,9 +15,12 @@ from ..encoding import SparseVector
 __all__ = [
     "DENSE",
     "KEYWORD_FIELDS",
+    "LAYOUTS",
     "RANKING_FIELDS",
+    "RESCORED",
     "SEARCH_EF",
     "SPARSE",
+    "UNITS",
     "IndexFilter",
     "IndexHit",
     "IndexPoint",
@@ -28,13 +31,25 @@ __all__ = [
 
 DENSE = "dense"
 SPARSE = "bm25"
+UNITS = "units"
+
+# How the dense side is laid out. "rescore" (what a new index is made with): an HNSW graph over one
+# vector per memory, its whole text (DENSE), and the multivector [whole, *units] (UNITS) stored without
+# a graph of its own, used only to rescore by MaxSim the candidates the whole-text search returns,
+# RESCORED times as many as are asked for: Qdrant's own pattern for late interaction. "multivector"
+# (until this round): DENSE is the multivector itself, and every unit is a vector of the graph search,
+# which made each search dearer (docs/evaluation.md). An index keeps the layout it was made with until
+# it is rebuilt (`xmemo reindex`). Both score a memory by its best unit's cosine.
+LAYOUTS = ("rescore", "multivector")
+RESCORED = 4
 
 
 @dataclass(frozen=True, slots=True)
 class IndexPoint:
     """A memory in the index: its whole-text vector, the vectors of its sentence units (none for a
-    single sentence), its BM25 vector and its payload. The dense side stores [whole, *units] as one
-    multivector compared by MaxSim, so a single query vector scores a memory by its best unit."""
+    single sentence), its BM25 vector and its payload. The dense side keeps [whole, *units] as one
+    multivector compared by MaxSim, so a single query vector scores a memory by its best unit
+    (LAYOUTS: how the whole-text vector and the multivector are searched)."""
 
     id: str
     dense: np.ndarray

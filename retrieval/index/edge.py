@@ -27,8 +27,10 @@ from .base import (
     DENSE,
     KEYWORD_FIELDS,
     RANKING_FIELDS,
+    RESCORED,
     SEARCH_EF,
     SPARSE,
+    UNITS,
     IndexFilter,
     IndexHit,
     IndexPoint,
@@ -95,16 +97,32 @@ def _current(home: Path) -> Path:
     return chosen if chosen.is_dir() else home
 
 
-def _stored_datatype(path: Path) -> str | None:
-    """The dense vectors' datatype of the shard at `path` (its `edge_config.json`; a config without one
-    is Edge's default, float32); None for a shard not created yet or whose config is unreadable (opening
-    it then fails as damaged, and the engine rebuilds it)."""
+def _stored_vectors(path: Path) -> dict[str, Any] | None:
+    """The vector params of the shard at `path` (its `edge_config.json`); None for a shard not created
+    yet or whose config is unreadable (opening it then fails as damaged, and the engine rebuilds it)."""
     try:
-        config = json.loads((path / "edge_config.json").read_text(encoding="utf-8"))
-        named = str(config["vectors"][DENSE].get("datatype", "float32")).lower()
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        vectors = json.loads((path / "edge_config.json").read_text(encoding="utf-8"))["vectors"]
+    except (OSError, ValueError, KeyError, TypeError):
         return None
+    return vectors if isinstance(vectors, dict) and isinstance(vectors.get(DENSE), dict) else None
+
+
+def _stored_datatype(path: Path) -> str | None:
+    """The dense vectors' datatype of the shard at `path` (a config without one is Edge's default,
+    float32); None for a shard not created yet or whose config is unreadable."""
+    vectors = _stored_vectors(path)
+    if vectors is None:
+        return None
+    named = str(vectors[DENSE].get("datatype", "float32")).lower()
     return named if named in DATATYPES else None
+
+
+def _stored_layout(path: Path) -> str | None:
+    """The dense layout of the shard at `path` (base.py LAYOUTS); None for one not created yet."""
+    vectors = _stored_vectors(path)
+    if vectors is None:
+        return None
+    return "multivector" if "multivector_config" in vectors[DENSE] else "rescore"
 
 
 def shards_exist(home: Path) -> bool:
@@ -126,11 +144,12 @@ class _Live:
     `on_retired`, and `EdgeIndex.sweep` closes it and deletes its directory (on the upkeep's thread:
     a close takes 20-40 ms, which the reader that let go last, maybe the event loop, should not pay)."""
 
-    __slots__ = ("on_retired", "path", "shard")
+    __slots__ = ("layout", "on_retired", "path", "shard")
 
     def __init__(self, shard: qe.EdgeShard, path: Path) -> None:
         self.shard = shard
         self.path = path
+        self.layout = _stored_layout(path) or "rescore"
         self.on_retired: Callable[[qe.EdgeShard, Path], None] | None = None
 
     def __del__(self) -> None:
@@ -160,6 +179,45 @@ def _idf_corpus(flt: IndexFilter) -> qe.Filter:
     return qe.Filter(must=[_one_of("visibility", flt.visibility)])
 
 
+def _vectors(point: IndexPoint, layout: str) -> dict[str, Any]:
+    """A point's named vectors in a shard of `layout` (base.py LAYOUTS)."""
+    sparse = qe.SparseVector(list(point.sparse.indices), list(point.sparse.values))
+    if layout == "multivector":
+        return {DENSE: point.dense_matrix(), SPARSE: sparse}
+    return {DENSE: point.dense.tolist(), UNITS: point.dense_matrix(), SPARSE: sparse}
+
+
+def _same(operation: qe.UpdateOperation) -> Callable[[str], qe.UpdateOperation]:
+    """An operation that is the same in a shard of any layout (payloads, deletes)."""
+    return lambda _layout: operation
+
+
+def _dense_query(layout: str, vector: list[float]) -> list[tuple[str, Any]]:
+    """The vectors a dense query reads in a shard of `layout`, graph first: (name, query vector)."""
+    if layout == "multivector":
+        return [(DENSE, [vector])]
+    return [(DENSE, vector), (UNITS, [vector])]
+
+
+def _dense_request(layout: str, vector: list[float], condition: qe.Filter, limit: int) -> qe.QueryRequest:
+    """The dense channel's request: in a "rescore" shard the whole-text graph's RESCORED x `limit`
+    nearest, rescored by their best unit (MaxSim over [whole, *units]); in a "multivector" shard the
+    graph over every unit. Either way a memory's score is its best unit's cosine."""
+    params = qe.SearchParams(hnsw_ef=max(SEARCH_EF, RESCORED * limit if layout == "rescore" else limit))
+    if layout == "multivector":
+        query = qe.Query.Nearest([vector], using=DENSE)
+        return qe.QueryRequest(limit=limit, query=query, filter=condition, params=params, with_payload=RANKING_FIELDS)
+    nearest = qe.Prefetch(
+        limit=RESCORED * limit, query=qe.Query.Nearest(vector, using=DENSE), filter=condition, params=params
+    )
+    return qe.QueryRequest(
+        limit=limit,
+        prefetches=[nearest],
+        query=qe.Query.Nearest([vector], using=UNITS),
+        with_payload=RANKING_FIELDS,
+    )
+
+
 class EdgeIndex:
     """A Qdrant Edge shard with a named dense vector and a BM25 sparse vector (IDF at query time, over
     the searched spaces' points: base.py VectorIndex.search)."""
@@ -173,7 +231,7 @@ class EdgeIndex:
         self.datatype = datatype  # of shards this index creates; one on disk keeps its own
         self._lock = threading.RLock()
         self._closed = False
-        self._journal: list[tuple[str, qe.UpdateOperation, int]] | None = None
+        self._journal: list[tuple[str, Callable[[str], qe.UpdateOperation], int]] | None = None
         self._journaled_points = 0
         self._retired: list[tuple[qe.EdgeShard, Path]] = []
         self._retired_lock = threading.Lock()
@@ -200,21 +258,39 @@ class EdgeIndex:
         return self._live.shard
 
     @property
+    def layout(self) -> str:
+        """How the shard in use lays out its dense side (base.py LAYOUTS)."""
+        return self._live.layout
+
+    @property
     def vector_datatype(self) -> str:
         """How the shard in use stores its dense vectors ("float16", "float32")."""
         return _stored_datatype(self.path) or self.datatype
 
     def _config(self, path: Path) -> qe.EdgeConfig:
-        """The config the shard at `path` opens (or is created) with: its own datatype, ours otherwise."""
-        return qe.EdgeConfig(
-            vectors={
+        """The config the shard at `path` opens (or is created) with: its own datatype and layout, or
+        ours and "rescore" (base.py LAYOUTS) for a new one."""
+        datatype = DATATYPES[_stored_datatype(path) or self.datatype]
+        maxsim = qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim)
+        if _stored_layout(path) == "multivector":
+            vectors = {
                 DENSE: qe.EdgeVectorParams(
+                    size=self.dimension, distance=qe.Distance.Cosine, multivector_config=maxsim, datatype=datatype
+                )
+            }
+        else:
+            vectors = {
+                DENSE: qe.EdgeVectorParams(size=self.dimension, distance=qe.Distance.Cosine, datatype=datatype),
+                UNITS: qe.EdgeVectorParams(
                     size=self.dimension,
                     distance=qe.Distance.Cosine,
-                    multivector_config=qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim),
-                    datatype=DATATYPES[_stored_datatype(path) or self.datatype],
-                )
-            },
+                    multivector_config=maxsim,
+                    datatype=datatype,
+                    hnsw_config=qe.HnswIndexConfig(m=0, ef_construct=100, full_scan_threshold=10_000),  # no graph
+                ),
+            }
+        return qe.EdgeConfig(
+            vectors=vectors,
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
             max_search_threads=self.search_threads,
         )
@@ -262,38 +338,36 @@ class EdgeIndex:
                 )
             if total:
                 probe = [1.0 / np.sqrt(self.dimension)] * self.dimension
-                self._shard.query(
-                    qe.QueryRequest(
-                        limit=1, query=qe.Query.Nearest([probe], using=DENSE), params=qe.SearchParams(exact=True)
+                for name, vector in _dense_query(self._live.layout, probe):
+                    self._shard.query(
+                        qe.QueryRequest(
+                            limit=1, query=qe.Query.Nearest(vector, using=name), params=qe.SearchParams(exact=True)
+                        )
                     )
-                )
 
     def upsert(self, points: Sequence[IndexPoint]) -> None:
         if not points:
             return
-        edge_points = [
-            qe.Point(
-                p.id,
-                {DENSE: p.dense_matrix(), SPARSE: qe.SparseVector(list(p.sparse.indices), list(p.sparse.values))},
-                p.payload,
-            )
-            for p in points
-        ]
-        self._write("upsert", qe.UpdateOperation.upsert_points(edge_points), len(edge_points))
+
+        def operation(layout: str) -> qe.UpdateOperation:
+            return qe.UpdateOperation.upsert_points([qe.Point(p.id, _vectors(p, layout), p.payload) for p in points])
+
+        self._write("upsert", operation, len(points))
 
     def set_payloads(self, payloads: Sequence[tuple[str, dict[str, Any]]]) -> None:
         for point_id, payload in payloads:
-            self._write("set_payload", qe.UpdateOperation.set_payload([point_id], payload), 0)
+            self._write("set_payload", _same(qe.UpdateOperation.set_payload([point_id], payload)), 0)
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
-            self._write("delete", qe.UpdateOperation.delete_points(list(ids)), len(ids))
+            self._write("delete", _same(qe.UpdateOperation.delete_points(list(ids))), len(ids))
 
-    def _write(self, kind: str, operation: qe.UpdateOperation, points: int) -> None:
-        """Apply one operation to the shard in use, and journal it while a rebuild runs (in the same
-        order, under the same lock: `install` replays exactly what this shard received)."""
+    def _write(self, kind: str, operation: Callable[[str], qe.UpdateOperation], points: int) -> None:
+        """Apply one operation, made for the layout of the shard in use, and journal it while a rebuild
+        runs (in the same order, under the same lock: `install` replays exactly what this shard received,
+        made for the new shard's layout, which a rebuild may have changed)."""
         with self._lock, map_edge_faults():
-            self._shard.update(operation)
+            self._shard.update(operation(self._live.layout))
             self.writes_since_build += points
             if self._journal is not None:
                 self._journal.append((kind, operation, points))
@@ -311,16 +385,9 @@ class EdgeIndex:
     ) -> tuple[list[IndexHit], list[IndexHit]]:
         condition = _condition_filter(flt)
         requests: list[qe.QueryRequest] = []
+        live = self._live  # a rebuild may install another shard meanwhile: this one stays open for the read
         if dense is not None and dense_limit > 0:
-            requests.append(
-                qe.QueryRequest(
-                    limit=dense_limit,
-                    query=qe.Query.Nearest([dense.tolist()], using=DENSE),
-                    filter=condition,
-                    params=qe.SearchParams(hnsw_ef=max(SEARCH_EF, dense_limit)),
-                    with_payload=RANKING_FIELDS,
-                )
-            )
+            requests.append(_dense_request(live.layout, dense.tolist(), condition, dense_limit))
         if sparse is not None and sparse.indices and sparse_limit > 0:
             query = qe.SparseVector(list(sparse.indices), list(sparse.values))
             requests.append(
@@ -334,7 +401,6 @@ class EdgeIndex:
             )
         if not requests:
             return [], []
-        live = self._live  # a rebuild may install another shard meanwhile: this one stays open for the read
         with map_edge_faults():
             results = live.shard.query_batch(qe.QueryBatchRequest(requests))
         hits = [[hit_from(str(p.id), p.score, p.payload) for p in result] for result in results]
@@ -345,12 +411,13 @@ class EdgeIndex:
     def dense_scores(self, dense: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
         if not ids:
             return {}
+        live = self._live
+        ((name, vector),) = _dense_query(live.layout, dense.tolist())[-1:]  # the multivector: best unit's cosine
         request = qe.QueryRequest(
             limit=len(ids),
-            query=qe.Query.Nearest([dense.tolist()], using=DENSE),
+            query=qe.Query.Nearest(vector, using=name),
             filter=qe.Filter(must=[qe.HasIdCondition(set(ids))]),
         )
-        live = self._live
         with map_edge_faults():
             points = live.shard.query(request)
         return {str(p.id): float(p.score) for p in points}
@@ -361,7 +428,10 @@ class EdgeIndex:
         live = self._live
         with map_edge_faults():
             records = live.shard.retrieve(list(ids), with_payload=False, with_vector=[DENSE])
-        return {str(r.id): np.asarray(r.vector[DENSE][0], dtype=np.float32) for r in records}  # type: ignore[call-overload, index]
+        stored: dict[str, Any] = {str(r.id): r.vector[DENSE] for r in records}  # type: ignore[call-overload, index]
+        if live.layout == "multivector":  # the whole text is the multivector's first row
+            return {i: np.asarray(v[0], dtype=np.float32) for i, v in stored.items()}
+        return {i: np.asarray(v, dtype=np.float32) for i, v in stored.items()}
 
     def iter_ids(self) -> Iterator[str]:
         live = self._live
@@ -452,9 +522,10 @@ class EdgeIndex:
             with map_edge_faults(f"cannot open the rebuilt Qdrant Edge shard at {target}"):
                 shard = qe.EdgeShard.load(str(target), self._config(target))
                 try:
+                    layout = _stored_layout(target) or "rescore"
                     for kind, operation, _ in journal:
                         try:
-                            shard.update(operation)
+                            shard.update(operation(layout))
                         except Exception:
                             if kind != "set_payload":  # a point the rebuild did not see, deleted since
                                 raise

@@ -13,7 +13,19 @@ from qdrant_client import QdrantClient, models
 from ..domain import IndexUnavailableError
 from ..encoding import SparseVector
 from ..storage import map_server_faults
-from .base import DENSE, KEYWORD_FIELDS, RANKING_FIELDS, SEARCH_EF, SPARSE, IndexFilter, IndexHit, IndexPoint, hit_from
+from .base import (
+    DENSE,
+    KEYWORD_FIELDS,
+    RANKING_FIELDS,
+    RESCORED,
+    SEARCH_EF,
+    SPARSE,
+    UNITS,
+    IndexFilter,
+    IndexHit,
+    IndexPoint,
+    hit_from,
+)
 
 T = TypeVar("T")
 
@@ -72,6 +84,7 @@ class ServerIndex:
     ) -> None:
         self.dimension = dimension
         self.datatype = datatype  # of a collection this index creates; an existing one keeps its own
+        self.layout = "rescore"  # base.py LAYOUTS: an existing collection keeps its own
         self.collection = collection
         # a server walks the HNSW graph; local mode always searches exactly and warns at search params
         self._remote = url is not None
@@ -94,20 +107,29 @@ class ServerIndex:
             )
 
     def _ensure_collection(self) -> None:
+        """Create the collection in the "rescore" layout (base.py LAYOUTS), or read an existing one's."""
         if self._client.collection_exists(self.collection):
+            vectors = self._client.get_collection(self.collection).config.params.vectors
+            whole = vectors.get(DENSE) if isinstance(vectors, dict) else vectors
+            self.layout = "multivector" if whole is not None and whole.multivector_config else "rescore"
             return
+        maxsim = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)
+        datatype = models.Datatype(self.datatype)
         self._client.create_collection(
             self.collection,
             vectors_config={
-                DENSE: models.VectorParams(
+                DENSE: models.VectorParams(size=self.dimension, distance=models.Distance.COSINE, datatype=datatype),
+                UNITS: models.VectorParams(
                     size=self.dimension,
                     distance=models.Distance.COSINE,
-                    multivector_config=models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM),
-                    datatype=models.Datatype(self.datatype),
-                )
+                    multivector_config=maxsim,
+                    datatype=datatype,
+                    hnsw_config=models.HnswConfigDiff(m=0),  # no graph: the units only rescore
+                ),
             },
             sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
         )
+        self.layout = "rescore"
         with warnings.catch_warnings():  # local mode warns that payload indexes are a server feature
             warnings.simplefilter("ignore")
             for key in KEYWORD_FIELDS:
@@ -116,18 +138,14 @@ class ServerIndex:
     def upsert(self, points: Sequence[IndexPoint]) -> None:
         if not points:
             return
-        structs = [
-            models.PointStruct(
-                id=p.id,
-                vector={
-                    DENSE: p.dense_matrix(),
-                    SPARSE: models.SparseVector(indices=list(p.sparse.indices), values=list(p.sparse.values)),
-                },
-                payload=p.payload,
-            )
-            for p in points
-        ]
+        structs = [models.PointStruct(id=p.id, vector=self._vectors(p), payload=p.payload) for p in points]
         self._call(self._client.upsert, self.collection, structs, wait=True)
+
+    def _vectors(self, point: IndexPoint) -> dict[str, Any]:
+        sparse = models.SparseVector(indices=list(point.sparse.indices), values=list(point.sparse.values))
+        if self.layout == "multivector":
+            return {DENSE: point.dense_matrix(), SPARSE: sparse}
+        return {DENSE: point.dense.tolist(), UNITS: point.dense_matrix(), SPARSE: sparse}
 
     def set_payloads(self, payloads: Sequence[tuple[str, dict[str, Any]]]) -> None:
         for point_id, payload in payloads:
@@ -148,16 +166,7 @@ class ServerIndex:
         condition = _condition_filter(flt)
         requests: list[models.QueryRequest] = []
         if dense is not None and dense_limit > 0:
-            requests.append(
-                models.QueryRequest(
-                    query=[dense.tolist()],
-                    using=DENSE,
-                    limit=dense_limit,
-                    filter=condition,
-                    params=models.SearchParams(hnsw_ef=max(SEARCH_EF, dense_limit)) if self._remote else None,
-                    with_payload=RANKING_FIELDS,
-                )
-            )
+            requests.append(self._dense_request(dense.tolist(), condition, dense_limit))
         if sparse is not None and sparse.indices and sparse_limit > 0:
             query = models.SparseVector(indices=list(sparse.indices), values=list(sparse.values))
             requests.append(
@@ -178,6 +187,20 @@ class ServerIndex:
         sparse_hits = hits.pop(0) if hits else []
         return dense_hits, sparse_hits
 
+    def _dense_request(self, vector: list[float], condition: models.Filter, limit: int) -> models.QueryRequest:
+        """The dense channel (edge.py `_dense_request`): the whole-text graph's RESCORED x `limit`
+        nearest rescored by their best unit, or, in a collection of the earlier layout, its graph."""
+        depth = RESCORED * limit if self.layout == "rescore" else limit
+        params = models.SearchParams(hnsw_ef=max(SEARCH_EF, depth)) if self._remote else None
+        if self.layout == "multivector":
+            return models.QueryRequest(
+                query=[vector], using=DENSE, limit=limit, filter=condition, params=params, with_payload=RANKING_FIELDS
+            )
+        nearest = models.Prefetch(query=vector, using=DENSE, limit=depth, filter=condition, params=params)
+        return models.QueryRequest(
+            prefetch=[nearest], query=[vector], using=UNITS, limit=limit, with_payload=RANKING_FIELDS
+        )
+
     def dense_scores(self, dense: np.ndarray, ids: Sequence[str]) -> dict[str, float]:
         if not ids:
             return {}
@@ -185,7 +208,7 @@ class ServerIndex:
             self._client.query_points,
             self.collection,
             query=[dense.tolist()],
-            using=DENSE,
+            using=UNITS if self.layout == "rescore" else DENSE,
             limit=len(ids),
             query_filter=models.Filter(must=[models.HasIdCondition(has_id=list(ids))]),
         )
@@ -195,7 +218,10 @@ class ServerIndex:
         if not ids:
             return {}
         records = self._call(self._client.retrieve, self.collection, ids=list(ids), with_vectors=[DENSE])
-        return {str(r.id): np.asarray(r.vector[DENSE][0], dtype=np.float32) for r in records}  # type: ignore[call-overload, index]
+        stored: dict[str, Any] = {str(r.id): r.vector[DENSE] for r in records}  # type: ignore[call-overload, index]
+        if self.layout == "multivector":  # the whole text is the multivector's first row
+            return {i: np.asarray(v[0], dtype=np.float32) for i, v in stored.items()}
+        return {i: np.asarray(v, dtype=np.float32) for i, v in stored.items()}
 
     def iter_ids(self) -> Iterator[str]:
         offset = None

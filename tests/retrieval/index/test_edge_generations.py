@@ -8,9 +8,11 @@ import uuid
 from pathlib import Path
 
 import numpy as np
+import pytest
+import qdrant_edge as qe
 
 from retrieval.encoding import SparseEncoder
-from retrieval.index import EdgeIndex, IndexPoint
+from retrieval.index import EdgeIndex, IndexFilter, IndexPoint
 
 DIMENSION = 8
 SPARSE = SparseEncoder()
@@ -108,3 +110,36 @@ def test_a_build_leaves_no_count_beside_its_generation(tmp_path: Path) -> None:
     (tmp_path / "index.7.fresh").write_text("index.7 3\n")  # a build killed before the server saw it
     EdgeIndex(tmp_path / "index", DIMENSION).close()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.endswith(".fresh")) == ["index.fresh"]
+
+
+def test_a_rebuild_moves_a_store_of_the_earlier_layout_to_the_rescored_one_with_the_writes_made_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """A shard made before this round keeps every unit in its graph ("multivector", base.py LAYOUTS); it
+    opens and serves as it is, and the next build (the upkeep's, `xmemo reindex`) makes the "rescore"
+    layout. Writes journaled meanwhile were made for the old shard and are replayed in the new one's
+    terms; a memory scores its best unit's cosine in both."""
+    home = tmp_path / "index"
+    maxsim = qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim)
+    dense = qe.EdgeVectorParams(size=DIMENSION, distance=qe.Distance.Cosine, multivector_config=maxsim)
+    sparse = {"bm25": qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)}
+    qe.EdgeShard.create(str(home), qe.EdgeConfig(vectors={"dense": dense}, sparse_vectors=sparse)).close()
+    units = np.eye(DIMENSION, dtype=np.float32)[:2]
+    a, b = _point("a"), _point("b")
+    c = IndexPoint(_point("c").id, _point("c").dense, SPARSE.document("note c"), _point("c").payload, units=units)
+    live = EdgeIndex(home, DIMENSION)
+    assert live.layout == "multivector"
+    live.upsert([a, b, c])
+    before = live.dense_scores(units[1], [a.id, b.id, c.id])
+    assert before[c.id] == pytest.approx(1.0, abs=1e-3)  # c's second unit is the query itself
+    target = live.begin_rebuild()
+    _build(target, [a, b])
+    live.upsert([c])  # journaled as the old shard took it
+    assert live.install(target) == 1 and live.layout == "rescore"
+    assert live.dense_scores(units[1], [a.id, b.id, c.id]) == pytest.approx(before, abs=1e-3)
+    flt = IndexFilter(visibility=("owner:a",))
+    hits, _ = live.search(units[1], None, flt, 2, 0)
+    assert hits[0].id == c.id and hits[0].score == pytest.approx(1.0, abs=1e-3)
+    assert set(live.dense_vectors([c.id])) == {c.id}
+    np.testing.assert_allclose(live.dense_vectors([c.id])[c.id], c.dense, atol=1e-3)
+    live.close()

@@ -18,7 +18,7 @@ import qdrant_edge as qe
 
 from retrieval import MemoryEngine, Principal, RememberRequest, RetrievalSettings, remember
 from retrieval.encoding import SparseEncoder
-from retrieval.index import DENSE, SPARSE, EdgeIndex, IndexFilter, IndexPoint
+from retrieval.index import DENSE, SPARSE, UNITS, EdgeIndex, IndexFilter, IndexPoint
 from tests.support import pack_for
 
 DIMENSION = 16
@@ -113,13 +113,16 @@ def test_reindex_makes_a_float32_store_float16_and_recall_finds_the_same(tmp_pat
     shutil.rmtree(home)
     _float32_shard(home, fake_embedder.dimension)
     old = qe.EdgeShard.load(str(home), None)
-    old.update(qe.UpdateOperation.upsert_points([qe.Point(r.id, r.vector, r.payload) for r in records]))
+    then = [qe.Point(r.id, {DENSE: r.vector[UNITS], SPARSE: r.vector[SPARSE]}, r.payload) for r in records]
+    old.update(qe.UpdateOperation.upsert_points(then))  # in the layout of then: every unit in the graph
     old.close()
     with MemoryEngine(settings, embedder=fake_embedder) as engine:
         assert engine.index.vector_datatype == "float32"  # type: ignore[attr-defined]
+        assert engine.index.layout == "multivector"  # type: ignore[attr-defined]
         first = pack_for(engine, owner, "who owns refunds").items[0].id
         assert engine.reindex() == len(texts)
         assert engine.index.vector_datatype == "float16"  # type: ignore[attr-defined]
+        assert engine.index.layout == "rescore"  # type: ignore[attr-defined]
         assert pack_for(engine, owner, "who owns refunds").items[0].id == first
 
 

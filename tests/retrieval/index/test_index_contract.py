@@ -170,3 +170,31 @@ def test_only_a_qdrant_server_that_counts_idf_over_the_searched_spaces_is_accept
         True,
         False,
     ]
+
+
+def test_a_collection_of_the_earlier_layout_serves_as_it_is_until_it_is_rebuilt(tmp_path: Path) -> None:
+    """A Qdrant collection made before this round holds the multivector in its graph ("multivector",
+    base.py LAYOUTS): the server backend reads its layout, writes and searches it in those terms, and
+    `reset` (what `xmemo reindex` runs) makes it in the rescored layout, one graph vector per memory."""
+    from qdrant_client import QdrantClient, models
+
+    client = QdrantClient(path=str(tmp_path / "local"))
+    maxsim = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)
+    params = models.VectorParams(size=embedder.dimension, distance=models.Distance.COSINE, multivector_config=maxsim)
+    sparse_params = {"bm25": models.SparseVectorParams(modifier=models.Modifier.IDF)}
+    client.create_collection("old", vectors_config={"dense": params}, sparse_vectors_config=sparse_params)
+    client.close()
+    index = ServerIndex(embedder.dimension, "old", path=str(tmp_path / "local"))
+    assert index.layout == "multivector"
+    points = _points()
+    for layout in ("multivector", "rescore"):
+        index.upsert(points)
+        query = points[2].dense
+        hits, _ = index.search(query, None, IndexFilter(visibility=("team:team-a",)), 5, 0)
+        assert [h.id for h in hits] == [points[2].id] and hits[0].score == pytest.approx(1.0, abs=FLOAT16_SCORE)
+        assert index.dense_scores(query, [points[2].id])[points[2].id] == pytest.approx(1.0, abs=FLOAT16_SCORE)
+        np.testing.assert_allclose(index.dense_vectors([points[2].id])[points[2].id], query, atol=FLOAT16_SCORE)
+        assert index.layout == layout
+        index.reset()
+    assert index.layout == "rescore"
+    index.close()
