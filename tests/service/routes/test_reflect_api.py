@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from tests.support import in_process
 
+# Three notes of one move, a session each: reflect summarizes them.
+NOTES = [
+    "The staging database moves to PostgreSQL 16 on Friday night.",
+    "PostgreSQL 16 migration for staging is scheduled for Friday night.",
+    "Friday night: staging's database is upgraded to PostgreSQL 16.",
+]
+
 
 def test_a_malformed_exclude_or_plan_names_the_expected_form(tmp_path):
     with in_process(tmp_path / "data") as app:
@@ -22,14 +29,9 @@ def test_a_malformed_exclude_or_plan_names_the_expected_form(tmp_path):
 def test_a_proposal_turned_down_over_rest_is_held_back_until_reconsidered(tmp_path):
     """REST: a real run with `exclude` records the "no"; the next dry runs list the proposal in `held_back`
     and propose nothing; `reconsider` shows it again; the audit log lists the decline by action."""
-    notes = [
-        "The staging database moves to PostgreSQL 16 on Friday night.",
-        "PostgreSQL 16 migration for staging is scheduled for Friday night.",
-        "Friday night: staging's database is upgraded to PostgreSQL 16.",
-    ]
     with in_process(tmp_path / "data") as app:
         alice = app.headers("alice", scopes=("memory:read", "memory:write"))
-        for n, text in enumerate(notes):
+        for n, text in enumerate(NOTES):
             body = {"content": text, "path": "ops/db", "memory_type": "episodic", "session_id": f"s{n}"}
             assert app.client.post("/api/v1/remember", headers=alice, json=body).status_code in (200, 201)
         ask = {"actions_csv": "summarize"}
@@ -52,15 +54,10 @@ def test_a_summarys_block_cites_its_members_over_rest_and_in_the_mcp_references(
     """Issue 49 item 3: after reflect summarizes three notes of one move, a pack that holds them shows them as
     one block under the summary's header; the REST item lists each line's memory (id, type, path, when)
     and the MCP text has a Reference line for each of them, in line order, and none for the summary."""
-    notes = [
-        "The staging database moves to PostgreSQL 16 on Friday night.",
-        "PostgreSQL 16 migration for staging is scheduled for Friday night.",
-        "Friday night: staging's database is upgraded to PostgreSQL 16.",
-    ]
     with in_process(tmp_path / "data") as app:
         alice = app.headers("alice", scopes=("memory:read", "memory:write"))
         ids = []
-        for n, text in enumerate(notes):
+        for n, text in enumerate(NOTES):
             body = {"content": text, "path": "ops/db", "memory_type": "episodic", "session_id": f"s{n}"}
             ids.append(app.client.post("/api/v1/remember", headers=alice, json=body).json()["id"])
         done = app.client.post("/api/v1/reflect", headers=alice, json={"actions_csv": "summarize"}).json()
