@@ -52,10 +52,12 @@ from .texts import (
     MAX_UNITS,
     SESSION_CONTEXT_CHARS,
     SESSION_CONTEXT_TURNS,
+    UNIT_MIN_WORDS,
     bm25_text,
     context_line,
     embed_digest,
     embedding_text,
+    encoded_texts,
     memory_digest,
     session_context,
     spoken,
@@ -83,7 +85,7 @@ from .validation import (
     optional_time,
     whole,
 )
-from .writing_systems import NO_SCRIPT, lexical_units, script_of, shared_fraction
+from .writing_systems import NO_SCRIPT, lexical_units, script_of, shared_fraction, word_count
 
 __all__ = [
     "ADMIN",
@@ -115,6 +117,7 @@ __all__ = [
     "SENTENCE_END",
     "SESSION_CONTEXT_CHARS",
     "SESSION_CONTEXT_TURNS",
+    "UNIT_MIN_WORDS",
     "WRITE",
     "AuthenticationError",
     "ConflictError",
@@ -153,6 +156,7 @@ __all__ = [
     "default_model_path",
     "embed_digest",
     "embedding_text",
+    "encoded_texts",
     "format_time",
     "holds_nul",
     "is_blank",
@@ -179,4 +183,5 @@ __all__ = [
     "unit_texts",
     "utc_now",
     "whole",
+    "word_count",
 ]

@@ -20,7 +20,7 @@ import unicodedata
 from collections import Counter
 from functools import lru_cache
 
-__all__ = ["NO_SCRIPT", "lexical_units", "script_of", "shared_fraction"]
+__all__ = ["NO_SCRIPT", "lexical_units", "script_of", "shared_fraction", "word_count"]
 
 NO_SCRIPT = "None"  # a text without letters (numbers, symbols): clustered with its own kind only
 _CHARACTER_SCRIPTS = {"CJK": "Han", "HIRAGANA": "Kana", "KATAKANA": "Kana", "HANGUL": "Hangul"}
@@ -61,6 +61,11 @@ def _words_by_script(text: str) -> Counter[str]:
         for script, n in Counter(scripts).items():
             counts[script] += n if script in ("Han", "Kana", "Hangul") else 1
     return counts
+
+
+def word_count(text: str) -> int:
+    """How many words `text` holds: a run of letters each, a character each in Han, Kana and Hangul."""
+    return sum(_words_by_script(text).values())
 
 
 def script_of(text: str) -> str:

@@ -39,7 +39,7 @@ from ..domain import (
     check_range,
     check_unit,
     context_line,
-    embed_digest,
+    encoded_texts,
     format_time,
     member_team,
     memory_digest,
@@ -47,7 +47,6 @@ from ..domain import (
     reaches_every_owner,
     require,
     text_sha256,
-    unit_texts,
 )
 from ..engine import MemoryEngine
 from ..storage import AuditRecord, Listing, UnitOfWork, actor_of, audit_change, audit_records, scrub_audit, tombstone
@@ -470,8 +469,9 @@ def _versions_of(memories: Sequence[Memory], earlier: list[tuple[str, dict[str, 
 
 def _keys_of(memory: Memory) -> list[str]:
     """Every cache key a memory's text gives (engine/feed.py): its whole text, its sentence units and its
-    question-and-answer pair, whichever units the settings embed (a key absent from the cache costs nothing)."""
-    return [embed_digest(memory), *(memory_digest(memory, unit) for unit in unit_texts(memory, pairs=True))]
+    question-and-answer pair, whichever units the settings or an earlier release embedded (a key absent
+    from the cache costs nothing)."""
+    return [memory_digest(memory, text) for text in encoded_texts(memory)]
 
 
 def _embedding_keys(

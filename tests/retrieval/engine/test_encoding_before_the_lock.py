@@ -57,7 +57,7 @@ def test_a_turn_after_a_question_is_paired_with_it_before_the_write_lock(watched
 
 def test_state_events_batches_and_edits_encode_before_the_write_lock(watched):
     engine, embedder = watched
-    update_state(engine, ALICE, state_key="plan", content="Ship on Monday. Then review.")
+    update_state(engine, ALICE, state_key="plan", content="Ship on Monday. Then we review the notes.")
     add_event(
         engine,
         ALICE,
@@ -65,8 +65,15 @@ def test_state_events_batches_and_edits_encode_before_the_write_lock(watched):
         event_type="deploy",
         occurred_at="2026-11-30T10:00:00Z",
     )
-    made = remember_batch(engine, ALICE, [{"content": "Tea at four. Cake at five.", "path": "n"}])
-    edit_memory(engine, ALICE, made[0].memory.id, made[0].memory.version, {"content": "Tea at three. Cake too."})
-    for sentence in ("Then review.", "It was rolled back.", "Cake at five.", "Cake too."):
+    made = remember_batch(engine, ALICE, [{"content": "Tea at four. Cake is served at five.", "path": "n"}])
+    edit_memory(
+        engine, ALICE, made[0].memory.id, made[0].memory.version, {"content": "Tea at three. Cake is served too."}
+    )
+    for sentence in (
+        "Then we review the notes.",
+        "It was rolled back.",
+        "Cake is served at five.",
+        "Cake is served too.",
+    ):
         assert sentence in embedder.encoded
     assert embedder.under_lock == []

@@ -85,13 +85,30 @@ def test_a_unit_another_memory_still_gives_stays_in_the_cache(tmp_path, database
     settings = RetrievalSettings(data_dir=tmp_path, database_url=database_url)
     with MemoryEngine(settings, embedder=FakeEmbedder()) as engine:
         gone = remember(
-            engine, ALICE, RememberRequest(content="Thanks for the chart. It was wet.", path="p", speaker="Mel")
+            engine,
+            ALICE,
+            RememberRequest(content="Thanks for the chart. The road was wet all day.", path="p", speaker="Mel"),
         )
         kept = remember(
             engine, ALICE, RememberRequest(content="Thanks for the chart. See you.", path="p", speaker="Mel")
         )
         shared = memory_digest(kept.memory, "Mel: Thanks for the chart.")
-        own = memory_digest(gone.memory, "Mel: It was wet.")
+        own = memory_digest(gone.memory, "Mel: The road was wet all day.")
         assert set(engine.embedder.cached_vectors([shared, own])) == {shared, own}
         forget_memory(engine, ALICE, gone.id)
         assert set(engine.embedder.cached_vectors([shared, own])) == {shared}
+
+
+def test_a_forget_purges_a_short_sentence_an_earlier_release_encoded_as_a_unit(tmp_path):
+    """Sentences of fewer than four words are no units now, but a store written before kept their
+    vectors: a hard forget finds those cache entries too."""
+    with MemoryEngine(RetrievalSettings(data_dir=tmp_path), embedder=FakeEmbedder()) as engine:
+        made = remember(
+            engine, ALICE, RememberRequest(content="Wow, okay! The quince tree is ours.", path="p", speaker="Mel")
+        ).memory
+        earlier = memory_digest(made, "Mel: Wow, okay!")
+        assert "Mel: Wow, okay!" not in unit_texts(made, pairs=True)
+        engine.embedder.cache.put_many(engine.embedder.name, [(earlier, np.ones(FakeEmbedder().dimension))])
+        assert set(engine.embedder.cached_vectors([earlier])) == {earlier}
+        forget_memory(engine, ALICE, made.id)
+        assert engine.embedder.cached_vectors([earlier]) == {}
