@@ -33,7 +33,7 @@ from .lifecycle import (
     should_archive,
 )
 from .options import ReflectOptions
-from .recurrence import find_recurrence
+from .recurrence import find_recurrence, states_something
 from .settings import ReflectSettings
 from .summarizer import ClusterView, Summarizer, heading_for
 
@@ -332,7 +332,9 @@ class _Builder:
         )
         substantial = float(np.median([len(m.content.split()) for m in cluster])) >= self.settings.promote_min_words
         if self.wants("promote") and recurrence is not None and recurring and substantial:
-            view = replace(_view(cluster, matrix), lead=recurrence.rows)
+            stating = {row for row, member in enumerate(cluster) if states_something(member)}
+            whole = tuple(sorted(stating.union(recurrence.rows)))
+            view = replace(_view(cluster, matrix), lead=recurrence.rows, whole=whole)
             where = _common_path([m.path for m in cluster])
             reason = f"{recurrence.describe()}; {len(cluster)} memories on it, filed under {where}"
             made = self.derive("promote", view, MemoryType.SEMANTIC, "Recurring topic", reason, anchors)

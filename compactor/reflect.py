@@ -27,7 +27,11 @@ MAX_EXCLUDE = 5000  # as many proposals as a pass of the largest limit can make
 
 def default_summarizer(engine: MemoryEngine, settings: ReflectSettings) -> Summarizer:
     return ExtractiveSummarizer(
-        engine.tokens, settings.summary_max_sentences, settings.summary_max_tokens, settings.summary_diversity
+        engine.tokens,
+        settings.summary_max_sentences,
+        settings.summary_max_tokens,
+        settings.summary_diversity,
+        settings.promotion_max_tokens,
     )
 
 

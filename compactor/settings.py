@@ -27,6 +27,9 @@ class ReflectSettings(BaseSettings):
     summary_max_sentences: int = Field(default=5, ge=1, le=50)
     summary_max_tokens: int = Field(default=200, ge=32, le=4000)
     summary_diversity: float = Field(default=0.3, ge=0.0, le=1.0, description="MMR weight on novelty")
+    # A promotion carries whole each member that restates its fact or states something, to this many
+    # tokens (docs/reflect.md: the mean LoCoMo promotion is ~200).
+    promotion_max_tokens: int = Field(default=1000, ge=32, le=8000)
     # Promotion: a cluster recurring over this many distinct sessions or days, or one episode read often.
     # How far back a pass looks for earlier episodes a new cluster may recur with: a topic summarized
     # in one session and back weeks later is promoted then (LoCoMo's sessions are days to weeks apart).

@@ -10,6 +10,10 @@ already holds (members that repeat each other are compressed by the repeats, nev
 member to its first sentence); a line longer than MAX_LINE_TOKENS is cut, and recall then keeps that
 member visible, because the summary no longer carries all its words (ranking/restatements.py). The
 picks are listed in the order they happened, under a header with the count, the dates and the sessions.
+
+A promotion is a durable fact, read in place of its members: it carries whole, uncut, each member
+that restates the fact and each other member that states something (recurrence.py), in the order
+they happened, up to the promotion's own token budget; questions and small talk stay out.
 """
 
 from __future__ import annotations
@@ -34,13 +38,16 @@ MAX_LINE_TOKENS = 80  # a single long member cannot take the whole budget
 @dataclass(frozen=True, slots=True)
 class ClusterView:
     """What a summarizer sees: the members in the order they happened, their vectors in that order, and
-    the rows its text should lead with (a promotion's: the members that restate the recurring fact)."""
+    the rows its text should lead with (a promotion's: the members that restate the recurring fact),
+    and the rows it carries whole instead of picking by MMR (a promotion's: those and every member that
+    states something)."""
 
     members: tuple[Memory, ...]
     vectors: np.ndarray
     sessions: int
     days: tuple[str, ...]
     lead: tuple[int, ...] = ()
+    whole: tuple[int, ...] = ()
 
 
 class Summarizer(Protocol):
@@ -89,18 +96,24 @@ def representatives(
 
 
 class ExtractiveSummarizer:
-    """Representative member sentences under a sentence and token budget (cl100k)."""
+    """Representative member sentences under a sentence and token budget (cl100k); a cluster's `whole`
+    rows whole under `whole_max_tokens`."""
 
-    name = "extractive-mmr-v2"
+    name = "extractive-mmr-v3"
 
-    def __init__(self, tokens: TokenCounter, max_sentences: int, max_tokens: int, diversity: float) -> None:
+    def __init__(
+        self, tokens: TokenCounter, max_sentences: int, max_tokens: int, diversity: float, whole_max_tokens: int
+    ) -> None:
         self._tokens = tokens
         self._max_sentences = max_sentences
         self._max_tokens = max_tokens
         self._diversity = diversity
+        self._whole_max_tokens = whole_max_tokens
 
     def summarize(self, cluster: ClusterView, *, heading: str) -> str:
         texts = [spoken(m.content, m.speaker) for m in cluster.members]
+        if cluster.whole:
+            return self._carry_whole(cluster, texts, heading)
         weights = [informativeness(key_sentence(t)) for t in texts]
         order = representatives(cluster.vectors, self._max_sentences, self._diversity, weights, cluster.lead)
         used = self._tokens.count(heading)
@@ -117,23 +130,40 @@ class ExtractiveSummarizer:
             said.update(sentences)
             used += cost
         text = heading + "".join("\n" + picked[row] for row in sorted(picked))
-        return self._cut(text)
+        return self._cut(text, self._max_tokens)
 
-    def _line(self, text: str, said: set[str]) -> tuple[str, list[str]]:
-        """`- speaker: sentences` of a member without those already said, and the new ones normalised."""
+    def _carry_whole(self, cluster: ClusterView, texts: list[str], heading: str) -> str:
+        """The `whole` rows uncut, the lead first to the budget, listed in the order they happened."""
+        used = self._tokens.count(heading)
+        picked: dict[int, str] = {}
+        said: set[str] = set()
+        for row in dict.fromkeys([*cluster.lead, *cluster.whole]):
+            line, sentences = self._line(texts[row], said, cut=False)
+            cost = self._tokens.count("\n" + line)
+            if not sentences or (picked and used + cost > self._whole_max_tokens):
+                continue
+            picked[row] = line
+            said.update(sentences)
+            used += cost
+        text = heading + "".join("\n" + picked[row] for row in sorted(picked))
+        return self._cut(text, self._whole_max_tokens)
+
+    def _line(self, text: str, said: set[str], cut: bool = True) -> tuple[str, list[str]]:
+        """`- speaker: sentences` of a member without those already said (cut at MAX_LINE_TOKENS unless
+        `cut` is False), and the new ones normalised."""
         label, _, body = text.partition(": ") if ": " in text[:42] else ("", "", text)
         fresh = [s for s in SENTENCE_END.split(" ".join(body.split())) if s and normalise(s) not in said]
         line = (f"{label}: " if label else "") + " ".join(fresh)
-        tokens = self._tokens.encode(line)
+        tokens = self._tokens.encode(line) if cut else []
         if len(tokens) > MAX_LINE_TOKENS:
             line = self._tokens.decode(tokens[:MAX_LINE_TOKENS]).rsplit(" ", 1)[0] + " …"
         return f"- {line}", [normalise(s) for s in fresh]
 
-    def _cut(self, text: str) -> str:
+    def _cut(self, text: str, max_tokens: int) -> str:
         tokens = self._tokens.encode(text)
-        if len(tokens) <= self._max_tokens:
+        if len(tokens) <= max_tokens:
             return text
-        return self._tokens.decode(tokens[: self._max_tokens - 1]).rsplit(" ", 1)[0] + " …"
+        return self._tokens.decode(tokens[: max_tokens - 1]).rsplit(" ", 1)[0] + " …"
 
 
 def heading_for(kind: str, cluster: ClusterView) -> str:

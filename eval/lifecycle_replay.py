@@ -287,23 +287,37 @@ def _compression(arm: _Arm, summaries: Sequence[Memory], evidence: set[str], cov
 
 
 def _promotion_quality(promotions: Sequence[Memory], dataset: Dataset, coverage: _Coverage) -> dict[str, Any]:
-    """Precision: promotions carrying some annotated fact's evidence; recall: facts some promotion carries."""
+    """Precision: promotions carrying some annotated fact's evidence; recall: facts some promotion carries.
+    By conversation too, with the counts, so that the halves of the conversations add up."""
     facts: list[Observation] = list(dataset.meta.get("observations", []))  # type: ignore[call-overload]
     by_turn: dict[str, list[int]] = {}
     for index, fact in enumerate(facts):
         for doc in fact.evidence:
             by_turn.setdefault(doc, []).append(index)
-    carried_facts: set[int] = set()
-    carrying = 0
-    for memory in promotions:
-        hits = {index for doc in coverage.covers(memory) for index in by_turn.get(doc, [])}
-        carrying += bool(hits)
-        carried_facts |= hits
+    hits = {memory.id: {i for doc in coverage.covers(memory) for i in by_turn.get(doc, [])} for memory in promotions}
+
+    def scored(made: Sequence[Memory], observed: int) -> dict[str, Any]:
+        carrying = sum(bool(hits[m.id]) for m in made)
+        carried = len(set().union(*(hits[m.id] for m in made))) if made else 0
+        return {
+            "count": len(made),
+            "carrying": carrying,
+            "precision": round(carrying / len(made), 4) if made else 0.0,
+            "carried": carried,
+            "recall": round(carried / observed, 4) if observed else 0.0,
+            "observations": observed,
+        }
+
+    def group_of(memory: Memory) -> str:
+        docs = sorted(coverage.doc_of[m] for m in memory.derived_from if m in coverage.doc_of)
+        return docs[0].split("/", 1)[0] if docs else ""
+
+    groups = sorted({fact.group for fact in facts})
     return {
-        "count": len(promotions),
-        "precision": round(carrying / len(promotions), 4) if promotions else 0.0,
-        "recall": round(len(carried_facts) / len(facts), 4) if facts else 0.0,
-        "observations": len(facts),
+        **scored(promotions, len(facts)),
+        "by_conversation": {
+            g: scored([m for m in promotions if group_of(m) == g], sum(f.group == g for f in facts)) for g in groups
+        },
     }
 
 
@@ -376,7 +390,14 @@ def lifecycle_checks(result: dict[str, Any]) -> list[dict[str, Any]]:
     ]
     checks = [{"check": name, "status": "OK" if held else "FAIL"} for name, held in rules]
     floors = check_floors(
-        {"dataset": f"{result['dataset']}-lifecycle", "strategies": {"baseline": base, "reflected": reflected}}
+        {
+            "dataset": f"{result['dataset']}-lifecycle",
+            "strategies": {
+                "baseline": base,
+                "reflected": reflected,
+                "promotions": result["reflect_quality"]["promotions"],
+            },
+        }
     )
     checks += [
         {"check": f"{c['strategy']} {c['metric']} {c['score']} >= {c['floor']}", "status": c["status"]} for c in floors

@@ -256,7 +256,7 @@ def test_summary_is_bounded_extractive_and_in_time_order():
     )
     vectors = np.random.default_rng(3).normal(size=(6, 8)) + 3.0
     view = ClusterView(members, vectors, sessions=2, days=("2026-11-01", "2026-11-06"))
-    summarizer = ExtractiveSummarizer(counter, max_sentences=3, max_tokens=80, diversity=0.3)
+    summarizer = ExtractiveSummarizer(counter, max_sentences=3, max_tokens=80, diversity=0.3, whole_max_tokens=400)
     text = summarizer.summarize(view, heading="Summary of 6 related memories (2026-11-01 to 2026-11-06):")
     lines = text.splitlines()
     assert lines[0].startswith("Summary of 6") and 1 <= len(lines) - 1 <= 3
@@ -265,8 +265,41 @@ def test_summary_is_bounded_extractive_and_in_time_order():
     assert all(body in (m.content for m in members) for body in bodies)
     assert bodies == sorted(bodies, key=lambda b: int(b.split(":")[0].split()[1]))  # time order
     assert summarizer.summarize(view, heading=lines[0]) == text  # deterministic
-    tight = ExtractiveSummarizer(counter, max_sentences=5, max_tokens=32, diversity=0.3)
+    tight = ExtractiveSummarizer(counter, max_sentences=5, max_tokens=32, diversity=0.3, whole_max_tokens=400)
     assert counter.count(tight.summarize(replace(view), heading=lines[0])) <= 32
+
+
+def test_a_promotion_carries_whole_each_member_that_states_something_in_time_order():
+    """A restating member longer than a summary's line (80 tokens) is held whole, so recall may read the
+    promotion in its place; a question and small talk stay out; past its budget, the lead stays."""
+    counter = token_counter()
+    long_fact = " ".join(
+        f"Step {n} of the settlement runbook: reconcile batch {n} against the ledger before 17:00 CET."
+        for n in range(1, 9)
+    )
+    members = (
+        memory(id="a", content=long_fact, occurred_at="2026-11-02T09:00:00.000000Z"),
+        memory(id="b", content="Which step comes after the reconciliation?", occurred_at="2026-11-03T09:00:00.000000Z"),
+        memory(id="c", content="Thanks!", speaker="Ana", occurred_at="2026-11-04T09:00:00.000000Z"),
+        memory(
+            id="d",
+            content="Card refunds wait for the settlement batch to close.",
+            occurred_at="2026-11-05T09:00:00.000000Z",
+        ),
+        memory(id="e", content=long_fact, occurred_at="2026-11-09T09:00:00.000000Z"),
+    )
+    assert counter.count(long_fact) > 80 and [states_something(m) for m in members] == [True, False, False, True, True]
+    vectors = np.random.default_rng(5).normal(size=(5, 8)) + 3.0
+    view = ClusterView(members, vectors, 3, ("2026-11-02", "2026-11-09"), lead=(0, 4), whole=(0, 3, 4))
+    heading = "Recurring topic of 5 related memories (2026-11-02 to 2026-11-09):"
+    text = ExtractiveSummarizer(counter, 5, 200, 0.3, whole_max_tokens=1000).summarize(view, heading=heading)
+    assert text.splitlines() == [heading, f"- {long_fact}", f"- {members[3].content}"]  # said twice, held once
+    tight = ExtractiveSummarizer(counter, 5, 200, 0.3, whole_max_tokens=counter.count(heading + long_fact) + 5)
+    assert tight.summarize(view, heading=heading).splitlines() == [heading, f"- {long_fact}"]
+    summary = ExtractiveSummarizer(counter, 5, 200, 0.3, whole_max_tokens=1000).summarize(
+        replace(view, whole=()), heading=heading
+    )
+    assert long_fact not in summary and "…" in summary  # a summary still cuts a long line
 
 
 @pytest.mark.slow

@@ -124,7 +124,9 @@ def test_lifecycle_reflect_makes_recall_better_on_locomo_dev(lifecycle):
     assert lifecycle["reflect_totals"]["summarized"] > 0 and lifecycle["reflect_totals"]["promoted"] > 0
     assert lifecycle["reflect_quality"]["archived_evidence_not_carried"] == 0
     assert reflected["pack_coverage"] >= base["pack_coverage"] - 0.005
-    assert lifecycle["reflect_quality"]["promotions"]["precision"] >= 0.90  # what is promoted recurs
+    promotions = lifecycle["reflect_quality"]["promotions"]
+    assert promotions["precision"] >= 0.90  # what is promoted recurs
+    assert sum(c["count"] for c in promotions["by_conversation"].values()) == promotions["count"]
     others = [c for c in lifecycle["checks"] if not c["check"].startswith("reflected pack_coverage")]
     assert all(c["status"] == "OK" for c in others) and len(others) > 4
 
