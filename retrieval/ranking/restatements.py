@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -27,6 +28,8 @@ __all__ = ["NEAR_DUPLICATE_COSINE", "Collapsed", "collapse_restatements"]
 # all-MiniLM-L6-v2 puts two wordings of one sentence at about 0.9-0.97 and a sentence and its own
 # quotation with a speaker label or a trailing remark at 0.95 and above.
 NEAR_DUPLICATE_COSINE = 0.95
+# Texts up to this long keep their compared forms in a cache of 4,096 (at most ~50 MB).
+MAX_CACHED_CHARS = 4096
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,33 +44,67 @@ class _Kept:
     position: int
     memory: Memory
     text: str
-    sentences: list[str]
+    sentences: tuple[str, ...]
 
     def carries(self, other: _Kept) -> bool:
         return bool(other.sentences) and all(sentence in self.text for sentence in other.sentences)
 
 
-def _restated_by(kept: Sequence[_Kept], candidate: _Kept, cosines: np.ndarray) -> tuple[int, str] | None:
-    """The first kept memory (its slot) that `memory` restates, and why; None if it says something new.
+@lru_cache(maxsize=4096)
+def _forms(content: str) -> tuple[str, tuple[str, ...]]:
+    """A text's normal form and its normalised sentences, once per text: the same memories come back
+    as candidates request after request."""
+    return normalise(content), tuple(sentences_of(content))
 
-    The tests run over all kept memories at once where they can (one substring search over their
-    joined texts, one vector comparison): a pack walk compares each candidate with up to 50 kept ones.
-    """
-    found: list[tuple[int, str]] = []
-    text = candidate.text
-    joined = "\x00".join(k.text for k in kept)
-    if text in joined:  # one search; a hit across two joined texts is none
-        slot = next((i for i, k in enumerate(kept) if text in k.text), None)
-        if slot is not None:
-            found.append((slot, "contained"))
-    if not found and len(candidate.sentences) > 1 and all(s in joined for s in candidate.sentences):
-        slot = next((i for i, k in enumerate(kept) if k.carries(candidate)), None)
-        if slot is not None:
-            found.append((slot, "carried"))
-    close = np.flatnonzero(cosines >= NEAR_DUPLICATE_COSINE)
-    if close.size:
-        found.append((int(close[0]), "near-duplicate"))
-    return min(found) if found else None
+
+def _compared(memory: Memory) -> tuple[str, tuple[str, ...]]:
+    content = memory.content
+    if len(content) > MAX_CACHED_CHARS:
+        return normalise(content), tuple(sentences_of(content))
+    return _forms(content)
+
+
+class _Pack:
+    """The memories kept so far, in pack order, with their texts joined for one substring search."""
+
+    def __init__(self) -> None:
+        self.kept: list[_Kept] = []
+        self.joined = ""
+
+    def add(self, candidate: _Kept) -> None:
+        self.kept.append(candidate)
+        self.joined = f"{self.joined}\x00{candidate.text}" if self.joined else candidate.text
+
+    def replace(self, held: list[_Kept], candidate: _Kept) -> None:
+        """`candidate` in the slot of the first of `held`, the others of `held` gone."""
+        slot = self.kept.index(held[0])
+        self.kept = [k for k in self.kept if k not in held]
+        self.kept.insert(slot, candidate)
+        self.joined = "\x00".join(k.text for k in self.kept)
+
+    def restated_by(self, candidate: _Kept, near: np.ndarray) -> tuple[int, str] | None:
+        """The first kept memory (its slot) that `candidate` restates, and why; None if it says something new.
+
+        `near` holds the ranked positions of the memories its vector nearly duplicates. The word tests
+        run over all kept memories at once (one substring search over their joined texts): a pack walk
+        compares each candidate with up to a hundred kept ones.
+        """
+        found: list[tuple[int, str]] = []
+        text, kept = candidate.text, self.kept
+        if text in self.joined:  # one search; a hit across two joined texts is none
+            slot = next((i for i, k in enumerate(kept) if text in k.text), None)
+            if slot is not None:
+                found.append((slot, "contained"))
+        if not found and len(candidate.sentences) > 1 and all(s in self.joined for s in candidate.sentences):
+            slot = next((i for i, k in enumerate(kept) if k.carries(candidate)), None)
+            if slot is not None:
+                found.append((slot, "carried"))
+        if near.size:
+            close = set(near.tolist())
+            slot = next((i for i, k in enumerate(kept) if k.position in close), None)
+            if slot is not None:
+                found.append((slot, "near-duplicate"))
+        return min(found) if found else None
 
 
 def _similarities(ranked: Sequence[Memory], vectors: Mapping[str, np.ndarray]) -> np.ndarray:
@@ -94,25 +131,24 @@ def collapse_restatements(
     all of a kept memory's words and more takes that memory's place instead (nothing is lost,
     nothing said twice), and any other kept memory it holds collapses into it too.
     """
-    similarity = _similarities(ranked, vectors)
-    kept: list[_Kept] = []
+    near = _similarities(ranked, vectors) >= NEAR_DUPLICATE_COSINE
+    pack = _Pack()
     collapsed: list[Collapsed] = []
     for position, memory in enumerate(ranked):
-        if len(kept) == keep:
+        if len(pack.kept) == keep:
             break
-        candidate = _Kept(position, memory, normalise(memory.content), sentences_of(memory.content))
-        restated = _restated_by(kept, candidate, similarity[[k.position for k in kept], position])
+        candidate = _Kept(position, memory, *_compared(memory))
+        restated = pack.restated_by(candidate, np.flatnonzero(near[position, :position]))
         if restated is not None:
-            collapsed.append(Collapsed(memory.id, kept[restated[0]].memory.id, restated[1]))
+            collapsed.append(Collapsed(memory.id, pack.kept[restated[0]].memory.id, restated[1]))
             continue
         # A copy that holds a kept memory whole and more takes its place; a summary that merely carries a
         # kept member's sentences among others does not (it would spend the member's budget on the rest).
-        held = [k for k in kept if k.text in candidate.text]
+        text = candidate.text
+        held = [k for k in pack.kept if k.text in text]
         if held:
-            slot = kept.index(held[0])
-            kept = [k for k in kept if k not in held]
-            kept.insert(slot, candidate)
+            pack.replace(held, candidate)
             collapsed += [Collapsed(k.memory.id, memory.id, "contained") for k in held]
         else:
-            kept.append(candidate)
-    return [k.position for k in kept], collapsed
+            pack.add(candidate)
+    return [k.position for k in pack.kept], collapsed
