@@ -73,6 +73,13 @@ class RetrievalSettings(BaseSettings):
         description="threads one ONNX Runtime inference uses; absent: 1 in `xmemo serve` on a host of "
         "at most 2 CPUs, else ONNX Runtime's default (one per core)",
     )
+    blas_threads: int = Field(
+        default=1,
+        ge=1,
+        le=1024,
+        description="threads of numpy's BLAS, process-wide: a read's vector products (a few hundred rows) "
+        "are fastest on one, and a pool of more spins against the request threads on a busy host",
+    )
     index_search_threads: int | None = Field(
         default=None,
         ge=1,

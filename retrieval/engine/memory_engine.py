@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ..domain import (
     IndexUnavailableError,
@@ -98,6 +99,8 @@ class MemoryEngine:
         clock: Callable[[], datetime],
         allow_model_change: bool,
     ) -> None:
+        # numpy's BLAS only (OpenBLAS): the encoders run on their own threads (encoder_threads)
+        threadpool_limits(limits=settings.blas_threads, user_api="blas")
         self.space = FreeSpace(settings.data_dir, settings.disk_reserve_bytes)
         with self.phases("open the system of record"):
             self.store = MemoryStore.open(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query
+from fastapi.responses import Response
 
 from retrieval import RecallRequest, SearchRequest, recall_context, search_memory
 from retrieval.domain import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
@@ -13,7 +14,7 @@ from retrieval.usecases import MAX_PROJECT_ID, project_context
 from ..loop_reads import read_for_query
 from .bodies import NON_BLANK_LABEL, Label, MemoryTypeName, ProjectContextBody, QueryText, RecallContextBody, iso
 from .deps import Caller, Engine
-from .responses import ContextPackOut, ProjectContextOut, SearchOut, answer
+from .responses import ContextPackOut, ProjectContextOut, SearchOut, answered
 
 __all__ = ["router"]
 
@@ -21,9 +22,9 @@ router = APIRouter(tags=["recall"])
 
 
 @router.post("/v1/recall/context", response_model=ContextPackOut)
-async def recall_context_route(body: RecallContextBody, engine: Engine, principal: Caller) -> ContextPackOut:
+async def recall_context_route(body: RecallContextBody, engine: Engine, principal: Caller) -> Response:
     request = RecallRequest(**body.model_dump(exclude={"as_of"}), as_of=iso(body.as_of))
-    return answer(ContextPackOut, await read_for_query(engine, principal, request, recall_context))
+    return answered(ContextPackOut, await read_for_query(engine, principal, request, recall_context))
 
 
 async def search_request(
@@ -53,8 +54,8 @@ async def search_request(
 @router.get("/v1/memories/search", response_model=SearchOut)
 async def search_route(
     request: Annotated[SearchRequest, Depends(search_request)], engine: Engine, principal: Caller
-) -> SearchOut:
-    return answer(SearchOut, await read_for_query(engine, principal, request, search_memory))
+) -> Response:
+    return answered(SearchOut, await read_for_query(engine, principal, request, search_memory))
 
 
 @router.post("/v1/projects/{project_id}/context", response_model=ProjectContextOut)
@@ -63,7 +64,7 @@ def project_context_route(
     body: ProjectContextBody,
     engine: Engine,
     principal: Caller,
-) -> ProjectContextOut:
+) -> Response:
     found = project_context(
         engine,
         principal,
@@ -73,4 +74,4 @@ def project_context_route(
         max_tokens=body.max_tokens,
         durable_query=body.durable_query,
     )
-    return answer(ProjectContextOut, found)
+    return answered(ProjectContextOut, found)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
 
+from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from retrieval.storage import AuditRecord
@@ -36,6 +37,7 @@ __all__ = [
     "StatusOut",
     "WriteOut",
     "answer",
+    "answered",
 ]
 
 StoredType = Literal["episodic", "semantic", "procedural", "identity", "working"]
@@ -46,6 +48,14 @@ Model = TypeVar("Model", bound=BaseModel)
 def answer(model: type[Model], result: object) -> Model:
     """The response `model` of a use case's typed `result`, read from its attributes."""
     return model.model_validate(result, from_attributes=True)
+
+
+def answered(model: type[BaseModel], result: object, status_code: int = 200) -> Response:
+    """`answer(model, result)` as the route's JSON body, written once by pydantic. A route that returns
+    the model itself has FastAPI validate it against its response model and serialize it again: 0.56 ms
+    for a pack of ten items, against 0.09 ms (docs/evaluation.md). The route keeps `response_model`
+    for OpenAPI."""
+    return Response(answer(model, result).model_dump_json(), status_code=status_code, media_type="application/json")
 
 
 class BudgetOut(BaseModel):
