@@ -113,40 +113,32 @@ class ExtractiveSummarizer:
     def summarize(self, cluster: ClusterView, *, heading: str) -> str:
         texts = [spoken(m.content, m.speaker) for m in cluster.members]
         if cluster.whole:
-            return self._carry_whole(cluster, texts, heading)
+            rows = list(dict.fromkeys([*cluster.lead, *cluster.whole]))
+            return self._compose(texts, rows, heading, self._whole_max_tokens, whole=True)
         weights = [informativeness(key_sentence(t)) for t in texts]
-        order = representatives(cluster.vectors, self._max_sentences, self._diversity, weights, cluster.lead)
+        rows = representatives(cluster.vectors, self._max_sentences, self._diversity, weights, cluster.lead)
+        return self._compose(texts, rows, heading, self._max_tokens, whole=False)
+
+    def _compose(self, texts: list[str], rows: list[int], heading: str, budget: int, *, whole: bool) -> str:
+        """The lines of `rows`, in that order of preference, less the sentences an earlier line holds, to
+        `budget` tokens, listed in the order they happened. A summary's lines are cut and it ends at the
+        first line past the budget; a promotion's are whole, and one past the budget is left out."""
         used = self._tokens.count(heading)
         picked: dict[int, str] = {}
         said: set[str] = set()
-        for row in order:
-            line, sentences = self._line(texts[row], said)
+        for row in rows:
+            line, sentences = self._line(texts[row], said, cut=not whole)
             if not sentences:
-                continue  # everything it says is already in the summary
+                continue  # everything it says is already in the text
             cost = self._tokens.count("\n" + line)
-            if picked and used + cost > self._max_tokens:
+            if picked and used + cost > budget:
+                if whole:
+                    continue
                 break
             picked[row] = line
             said.update(sentences)
             used += cost
-        text = heading + "".join("\n" + picked[row] for row in sorted(picked))
-        return self._cut(text, self._max_tokens)
-
-    def _carry_whole(self, cluster: ClusterView, texts: list[str], heading: str) -> str:
-        """The `whole` rows uncut, the lead first to the budget, listed in the order they happened."""
-        used = self._tokens.count(heading)
-        picked: dict[int, str] = {}
-        said: set[str] = set()
-        for row in dict.fromkeys([*cluster.lead, *cluster.whole]):
-            line, sentences = self._line(texts[row], said, cut=False)
-            cost = self._tokens.count("\n" + line)
-            if not sentences or (picked and used + cost > self._whole_max_tokens):
-                continue
-            picked[row] = line
-            said.update(sentences)
-            used += cost
-        text = heading + "".join("\n" + picked[row] for row in sorted(picked))
-        return self._cut(text, self._whole_max_tokens)
+        return self._cut(heading + "".join("\n" + picked[row] for row in sorted(picked)), budget)
 
     def _line(self, text: str, said: set[str], cut: bool = True) -> tuple[str, list[str]]:
         """`- speaker: sentences` of a member without those already said (cut at MAX_LINE_TOKENS unless
