@@ -308,9 +308,11 @@ def _promotion_quality(promotions: Sequence[Memory], dataset: Dataset, coverage:
             "observations": observed,
         }
 
+    conversation_of = {doc.id: doc.group for doc in dataset.docs}
+
     def group_of(memory: Memory) -> str:
         docs = sorted(coverage.doc_of[m] for m in memory.derived_from if m in coverage.doc_of)
-        return docs[0].split("/", 1)[0] if docs else ""
+        return conversation_of[docs[0]] if docs else ""
 
     groups = sorted({fact.group for fact in facts})
     return {

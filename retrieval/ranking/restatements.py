@@ -50,18 +50,18 @@ class _Kept:
         return bool(other.sentences) and all(sentence in self.text for sentence in other.sentences)
 
 
-@lru_cache(maxsize=4096)
 def _forms(content: str) -> tuple[str, tuple[str, ...]]:
-    """A text's normal form and its normalised sentences, once per text: the same memories come back
-    as candidates request after request."""
+    """A text's normal form and its normalised sentences: what the word tests compare."""
     return normalise(content), tuple(sentences_of(content))
+
+
+# once per text: the same memories come back as candidates request after request
+_cached_forms = lru_cache(maxsize=4096)(_forms)
 
 
 def _compared(memory: Memory) -> tuple[str, tuple[str, ...]]:
     content = memory.content
-    if len(content) > MAX_CACHED_CHARS:
-        return normalise(content), tuple(sentences_of(content))
-    return _forms(content)
+    return _cached_forms(content) if len(content) <= MAX_CACHED_CHARS else _forms(content)
 
 
 class _Pack:
