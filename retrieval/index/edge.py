@@ -34,6 +34,7 @@ from .base import (
     IndexFilter,
     IndexHit,
     IndexPoint,
+    graph_threshold_kib,
     hit_from,
 )
 
@@ -270,7 +271,9 @@ class EdgeIndex:
     def _config(self, path: Path) -> qe.EdgeConfig:
         """The config the shard at `path` opens (or is created) with: its own datatype and layout, or
         ours and "rescore" (base.py LAYOUTS) for a new one."""
-        datatype = DATATYPES[_stored_datatype(path) or self.datatype]
+        named = _stored_datatype(path) or self.datatype
+        datatype = DATATYPES[named]
+        threshold = graph_threshold_kib(named)  # the graph's switch at the same number of vectors (base.py)
         maxsim = qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim)
         if _stored_layout(path) == "multivector":
             vectors = {
@@ -280,7 +283,12 @@ class EdgeIndex:
             }
         else:
             vectors = {
-                DENSE: qe.EdgeVectorParams(size=self.dimension, distance=qe.Distance.Cosine, datatype=datatype),
+                DENSE: qe.EdgeVectorParams(
+                    size=self.dimension,
+                    distance=qe.Distance.Cosine,
+                    datatype=datatype,
+                    hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=threshold),
+                ),
                 UNITS: qe.EdgeVectorParams(
                     size=self.dimension,
                     distance=qe.Distance.Cosine,
@@ -292,6 +300,7 @@ class EdgeIndex:
         return qe.EdgeConfig(
             vectors=vectors,
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+            optimizers=qe.EdgeOptimizersConfig(indexing_threshold=threshold),
             max_search_threads=self.search_threads,
         )
 
@@ -461,7 +470,7 @@ class EdgeIndex:
         """Points outside the graph of a shard that has one, from the shard's counts (after a crash,
         when no clean close saved the exact figure): Edge counts a point's sparse vector as indexed
         always and its dense vector once a graph holds it. A shard with no graph at all is one Edge
-        scans by choice (its default builds none under 10 MB of vectors): nothing to catch up on.
+        scans by choice (none under base.py GRAPH_THRESHOLD_KIB of vectors): nothing to catch up on.
         A point deleted since the graph was built still counts as indexed, so deletes make it low."""
         with map_edge_faults(f"the Qdrant Edge shard at {self.path} is damaged"):
             info = self._shard.info()

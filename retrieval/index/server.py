@@ -24,6 +24,7 @@ from .base import (
     IndexFilter,
     IndexHit,
     IndexPoint,
+    graph_threshold_kib,
     hit_from,
 )
 
@@ -115,10 +116,16 @@ class ServerIndex:
             return
         maxsim = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)
         datatype = models.Datatype(self.datatype)
+        threshold = graph_threshold_kib(self.datatype)  # the graph's switch at the same number of vectors (base.py)
         self._client.create_collection(
             self.collection,
             vectors_config={
-                DENSE: models.VectorParams(size=self.dimension, distance=models.Distance.COSINE, datatype=datatype),
+                DENSE: models.VectorParams(
+                    size=self.dimension,
+                    distance=models.Distance.COSINE,
+                    datatype=datatype,
+                    hnsw_config=models.HnswConfigDiff(full_scan_threshold=threshold),
+                ),
                 UNITS: models.VectorParams(
                     size=self.dimension,
                     distance=models.Distance.COSINE,
@@ -128,6 +135,7 @@ class ServerIndex:
                 ),
             },
             sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            optimizers_config=models.OptimizersConfigDiff(indexing_threshold=threshold),
         )
         self.layout = "rescore"
         with warnings.catch_warnings():  # local mode warns that payload indexes are a server feature
