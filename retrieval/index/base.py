@@ -96,12 +96,11 @@ SEARCH_EF = 128
 # "A graph at the same size whatever the datatype"). The thresholds are set in float32's terms, so that
 # the switch falls at the same number of vectors (6,666 at 384 dimensions) whatever the datatype.
 GRAPH_THRESHOLD_KIB = 10_000  # for float32 vectors
-ELEMENT_BYTES = {"float32": 4, "float16": 2, "uint8": 1}
 
 
 def graph_threshold_kib(datatype: str) -> int:
     """Both thresholds, in KiB of vectors of `datatype`, that fall at GRAPH_THRESHOLD_KIB's float32 vectors."""
-    return GRAPH_THRESHOLD_KIB * ELEMENT_BYTES[datatype] // ELEMENT_BYTES["float32"]
+    return GRAPH_THRESHOLD_KIB * np.dtype(datatype).itemsize // np.dtype(np.float32).itemsize
 
 
 @dataclass(frozen=True, slots=True)

@@ -287,7 +287,9 @@ class EdgeIndex:
                     size=self.dimension,
                     distance=qe.Distance.Cosine,
                     datatype=datatype,
-                    hnsw_config=qe.HnswIndexConfig(m=16, ef_construct=100, full_scan_threshold=threshold),
+                    hnsw_config=qe.HnswIndexConfig(
+                        m=16, ef_construct=100, full_scan_threshold=threshold
+                    ),  # Edge's m, ef
                 ),
                 UNITS: qe.EdgeVectorParams(
                     size=self.dimension,

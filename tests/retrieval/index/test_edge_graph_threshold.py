@@ -54,12 +54,12 @@ def test_float16_and_float32_shards_get_their_graph_at_the_same_number_of_vector
     below = _built(tmp_path / "f16-below", BELOW, "float16")
     assert "hnsw" not in _dense_indexes(tmp_path / "f16-below")
     below.close()
+    probe = _points(ABOVE)[1234]
     for datatype in ("float16", "float32"):
         home = tmp_path / f"{datatype}-above"
         index = _built(home, ABOVE, datatype)
         assert index.vector_datatype == datatype
         assert "hnsw" in _dense_indexes(home), datatype
-        probe = _points(ABOVE)[1234]
         dense, _ = index.search(probe.dense, None, FILTER, 10, 0)  # through the graph, under the filter
         assert dense[0].id == probe.id and len(dense) == 10
         index.close()
