@@ -234,15 +234,17 @@ class VectorIndex(Protocol):
     def close(self) -> None: ...
 
 
-def hit_from(point_id: str, score: float, payload: dict[str, Any] | None) -> IndexHit:
+RankingFields = tuple[float, float, str | None, str | None, str | None, str | None]
+
+
+def ranking_fields(payload: dict[str, Any] | None) -> RankingFields:
+    """What a hit holds besides its id and score (IndexHit's fields after `score`), from a point's payload."""
     payload = payload or {}
     speaker = payload.get("speaker")
     key = payload.get("semantic_key")
     script = payload.get("script")
     session = payload.get("session")
-    return IndexHit(
-        point_id,
-        float(score),
+    return (
         float(payload.get("occurred_ts", 0.0)),
         float(payload.get("importance", 0.5)),
         speaker if isinstance(speaker, str) else None,
@@ -250,3 +252,7 @@ def hit_from(point_id: str, score: float, payload: dict[str, Any] | None) -> Ind
         script if isinstance(script, str) else None,
         session if isinstance(session, str) else None,
     )
+
+
+def hit_from(point_id: str, score: float, payload: dict[str, Any] | None) -> IndexHit:
+    return IndexHit(point_id, float(score), *ranking_fields(payload))

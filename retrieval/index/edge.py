@@ -13,7 +13,8 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-from collections.abc import Callable, Iterator, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +35,9 @@ from .base import (
     IndexFilter,
     IndexHit,
     IndexPoint,
+    RankingFields,
     graph_threshold_kib,
-    hit_from,
+    ranking_fields,
 )
 
 __all__ = ["EdgeIndex", "remove_shards", "shards_exist"]
@@ -43,6 +45,10 @@ __all__ = ["EdgeIndex", "remove_shards", "shards_exist"]
 # A rebuild that has to replay more points than this gives up: its shard is too far behind to be worth
 # it, and the journal holds every point's vectors until it is replayed.
 JOURNAL_LIMIT = 100_000
+
+# The points whose ranking fields a shard keeps in memory (`_Ranked`), the longest kept going first:
+# ~300 bytes each, 30 MB at the limit.
+RANKED_LIMIT = 100_000
 
 # New shards keep their vectors as float16 by default (`index_vector_datatype`): 39 % less resident
 # memory and 29 % less disk than float32 at 200,000 points, for no measured loss of recall
@@ -139,18 +145,81 @@ def remove_shards(home: Path) -> None:
         path.unlink(missing_ok=True)
 
 
+PointKey = int | str  # a point's id as a key: a UUID's 128-bit number (memory ids are UUIDs)
+
+
+def _key(point_id: str) -> int | None:
+    """The key of the point `point_id` in `_Ranked`; None for an id that is not a UUID (never kept)."""
+    try:
+        return uuid.UUID(point_id).int
+    except ValueError:
+        return None
+
+
+def _hit_key(point_id: uuid.UUID | int | str) -> PointKey:
+    """The key of a point as Edge returns it (a UUID, or an id that is not one, then never kept)."""
+    return point_id.int if isinstance(point_id, uuid.UUID) else point_id
+
+
+class _Ranked:
+    """The ranking fields (base.py RANKING_FIELDS) of a shard's points, kept in memory so that a search
+    reads no payload: Edge decodes a point's whole stored payload to hand back any field of it, ~4.5 us
+    a hit, 0.45 of the 1.2 ms a two-channel search of 50 + 50 hits took in Edge at 10,000 memories
+    (docs/evaluation.md, "Ranking fields in memory"). Keyed by the id as Edge returns it, the value
+    is the id's text and the fields, as `IndexHit` takes them.
+
+    One process owns a data dir (storage/data_dir.py) and every write to the shard passes through
+    `EdgeIndex._write`, which tells this (`written`) after the shard has it: an upsert's fields are
+    known, a payload change or a delete drops the point. A search that missed points reads their
+    payloads from the shard and keeps them (`fill`) only if no write came after it started (`writes`):
+    a payload read before a write must not outlive it."""
+
+    __slots__ = ("_fields", "_lock", "writes")
+
+    def __init__(self) -> None:
+        self._fields: dict[PointKey, tuple[str, RankingFields]] = {}
+        self._lock = threading.Lock()
+        self.writes = 0
+
+    def entries(self, keys: Iterable[PointKey]) -> dict[PointKey, tuple[str, RankingFields]]:
+        """The entries this holds of `keys`."""
+        fields = self._fields
+        return {key: entry for key in keys if (entry := fields.get(key)) is not None}
+
+    def written(self, known: Iterable[tuple[PointKey, tuple[str, RankingFields]]], dropped: Iterable[PointKey]) -> None:
+        with self._lock:
+            self.writes += 1
+            for key in dropped:
+                self._fields.pop(key, None)
+            self._keep(known)
+
+    def fill(self, found: Iterable[tuple[PointKey, tuple[str, RankingFields]]], since: int) -> None:
+        with self._lock:
+            if self.writes == since:
+                self._keep(found)
+
+    def _keep(self, entries: Iterable[tuple[PointKey, tuple[str, RankingFields]]]) -> None:
+        fields = self._fields
+        for key, entry in entries:
+            fields.pop(key, None)  # to the back of the line
+            fields[key] = entry
+        while len(fields) > RANKED_LIMIT:
+            del fields[next(iter(fields))]
+
+
 class _Live:
     """The shard requests read from. Readers take a reference first (`live = self._live`), so a shard
     that `install` replaced stays open until the last reader lets go; then it goes, still open, to
     `on_retired`, and `EdgeIndex.sweep` closes it and deletes its directory (on the upkeep's thread:
     a close takes 20-40 ms, which the reader that let go last, maybe the event loop, should not pay)."""
 
-    __slots__ = ("layout", "on_retired", "path", "shard")
+    __slots__ = ("layout", "on_retired", "path", "ranked", "shard")
 
     def __init__(self, shard: qe.EdgeShard, path: Path) -> None:
         self.shard = shard
         self.path = path
         self.layout = _stored_layout(path) or "rescore"
+        self.ranked = _Ranked()  # a new shard, an empty memory of its fields
         self.on_retired: Callable[[qe.EdgeShard, Path], None] | None = None
 
     def __del__(self) -> None:
@@ -207,7 +276,7 @@ def _dense_request(layout: str, vector: list[float], condition: qe.Filter, limit
     params = qe.SearchParams(hnsw_ef=max(SEARCH_EF, RESCORED * limit if layout == "rescore" else limit))
     if layout == "multivector":
         query = qe.Query.Nearest([vector], using=DENSE)
-        return qe.QueryRequest(limit=limit, query=query, filter=condition, params=params, with_payload=RANKING_FIELDS)
+        return qe.QueryRequest(limit=limit, query=query, filter=condition, params=params, with_payload=False)
     nearest = qe.Prefetch(
         limit=RESCORED * limit, query=qe.Query.Nearest(vector, using=DENSE), filter=condition, params=params
     )
@@ -215,8 +284,27 @@ def _dense_request(layout: str, vector: list[float], condition: qe.Filter, limit
         limit=limit,
         prefetches=[nearest],
         query=qe.Query.Nearest([vector], using=UNITS),
-        with_payload=RANKING_FIELDS,
+        with_payload=False,
     )
+
+
+def _hits(live: _Live, results: Sequence[Sequence[qe.ScoredPoint]], since: int) -> list[list[IndexHit]]:
+    """Each request's points as hits, their fields from memory (`_Ranked`); the payloads of the points
+    it lacks are read from the shard in one request, and kept if no write came `since` the search began.
+    A point deleted between the search and that read is left out."""
+    # `point.id` makes a new UUID at each reading: read once
+    scored = [[(_hit_key(pid), pid, point.score) for point in result for pid in (point.id,)] for result in results]
+    known = live.ranked.entries(key for row in scored for key, _, _ in row)
+    missing = {key: point_id for row in scored for key, point_id, _ in row if key not in known}
+    if missing:
+        records = live.shard.retrieve(list(missing.values()), with_payload=RANKING_FIELDS, with_vector=False)
+        found = {_hit_key(r.id): (str(r.id), ranking_fields(r.payload)) for r in records}
+        live.ranked.fill(found.items(), since)
+        known.update(found)
+    return [
+        [IndexHit(entry[0], float(score), *entry[1]) for key, _, score in row if (entry := known.get(key)) is not None]
+        for row in scored
+    ]
 
 
 class EdgeIndex:
@@ -363,22 +451,36 @@ class EdgeIndex:
         def operation(layout: str) -> qe.UpdateOperation:
             return qe.UpdateOperation.upsert_points([qe.Point(p.id, _vectors(p, layout), p.payload) for p in points])
 
-        self._write("upsert", operation, len(points))
+        known = [
+            (key, (str(uuid.UUID(int=key)), ranking_fields(p.payload)))
+            for p in points
+            if (key := _key(p.id)) is not None
+        ]  # the id as a hit spells it
+        self._write("upsert", operation, len(points), known=known)
 
     def set_payloads(self, payloads: Sequence[tuple[str, dict[str, Any]]]) -> None:
         for point_id, payload in payloads:
-            self._write("set_payload", _same(qe.UpdateOperation.set_payload([point_id], payload)), 0)
+            self._write("set_payload", _same(qe.UpdateOperation.set_payload([point_id], payload)), 0, [point_id])
 
     def delete(self, ids: Sequence[str]) -> None:
         if ids:
-            self._write("delete", _same(qe.UpdateOperation.delete_points(list(ids))), len(ids))
+            self._write("delete", _same(qe.UpdateOperation.delete_points(list(ids))), len(ids), ids)
 
-    def _write(self, kind: str, operation: Callable[[str], qe.UpdateOperation], points: int) -> None:
+    def _write(
+        self,
+        kind: str,
+        operation: Callable[[str], qe.UpdateOperation],
+        points: int,
+        dropped: Sequence[str] = (),
+        known: Sequence[tuple[PointKey, tuple[str, RankingFields]]] = (),
+    ) -> None:
         """Apply one operation, made for the layout of the shard in use, and journal it while a rebuild
         runs (in the same order, under the same lock: `install` replays exactly what this shard received,
-        made for the new shard's layout, which a rebuild may have changed)."""
+        made for the new shard's layout, which a rebuild may have changed). The shard's ranking fields
+        in memory then learn the `known` points' and forget the `dropped` ones' (`_Ranked`)."""
         with self._lock, map_edge_faults():
             self._shard.update(operation(self._live.layout))
+            self._live.ranked.written(known, (key for point_id in dropped if (key := _key(point_id)) is not None))
             self.writes_since_build += points
             if self._journal is not None:
                 self._journal.append((kind, operation, points))
@@ -407,14 +509,15 @@ class EdgeIndex:
                     query=qe.Query.Nearest(query, using=SPARSE),
                     filter=condition,
                     params=qe.SearchParams(idf=qe.IdfParams(corpus=_idf_corpus(flt))),
-                    with_payload=RANKING_FIELDS,
+                    with_payload=False,  # the fields come from `live.ranked`
                 )
             )
         if not requests:
             return [], []
+        since = live.ranked.writes
         with map_edge_faults():
             results = live.shard.query_batch(qe.QueryBatchRequest(requests))
-        hits = [[hit_from(str(p.id), p.score, p.payload) for p in result] for result in results]
+            hits = _hits(live, results, since)
         dense_hits = hits.pop(0) if dense is not None and dense_limit > 0 else []
         sparse_hits = hits.pop(0) if hits else []
         return dense_hits, sparse_hits
