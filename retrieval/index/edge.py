@@ -479,8 +479,14 @@ class EdgeIndex:
         made for the new shard's layout, which a rebuild may have changed). The shard's ranking fields
         in memory then learn the `known` points' and forget the `dropped` ones' (`_Ranked`)."""
         with self._lock, map_edge_faults():
-            self._shard.update(operation(self._live.layout))
-            self._live.ranked.written(known, (key for point_id in dropped if (key := _key(point_id)) is not None))
+            ranked = self._live.ranked
+            forgotten = [key for point_id in dropped if (key := _key(point_id)) is not None]
+            try:
+                self._shard.update(operation(self._live.layout))
+            except BaseException:
+                ranked.written((), [*forgotten, *(key for key, _ in known)])  # it may have landed in part
+                raise
+            ranked.written(known, forgotten)
             self.writes_since_build += points
             if self._journal is not None:
                 self._journal.append((kind, operation, points))

@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from retrieval.encoding import SparseEncoder
 from retrieval.index import RANKING_FIELDS, EdgeIndex, IndexFilter, IndexHit, IndexPoint
@@ -73,6 +74,15 @@ def _agrees(index: EdgeIndex) -> dict[str, IndexHit]:
     return hits
 
 
+def _filled(home: Path) -> tuple[EdgeIndex, list[IndexPoint]]:
+    """An index of twelve points, searched once (their fields in memory)."""
+    index = EdgeIndex(home, DIMENSION)
+    points = [_point(n) for n in range(12)]
+    index.upsert(points)
+    _agrees(index)
+    return index, points
+
+
 def test_hits_carry_the_shards_payload_through_upsert_change_delete_and_reopen(tmp_path: Path) -> None:
     index = EdgeIndex(tmp_path / "index", DIMENSION)
     points = [_point(n) for n in range(12)]
@@ -105,10 +115,7 @@ def test_hits_carry_the_shards_payload_through_upsert_change_delete_and_reopen(t
 
 
 def test_a_rebuilt_shard_answers_with_the_writes_replayed_into_it(tmp_path: Path) -> None:
-    live = EdgeIndex(tmp_path / "index", DIMENSION)
-    points = [_point(n) for n in range(12)]
-    live.upsert(points)
-    _agrees(live)
+    live, points = _filled(tmp_path / "index")
     target = live.begin_rebuild()
     built = EdgeIndex(target, DIMENSION)  # the child read the record before the change below
     built.upsert(points)
@@ -136,4 +143,14 @@ def test_a_payload_read_before_a_change_is_not_kept_past_it(tmp_path: Path) -> N
     stale = (0.0, float((read.payload or {})["importance"]), None, None, None, None)
     ranked.fill([(uuid.UUID(point.id).int, (point.id, stale))], began)  # the search keeps what it read
     assert _search(index)[point.id].importance == 0.9
+    index.close()
+
+
+def test_an_upsert_that_fails_leaves_hits_carrying_what_the_shard_holds(tmp_path: Path) -> None:
+    index, _ = _filled(tmp_path / "index")
+    again = _point(0, importance=0.9)
+    wrong = IndexPoint(str(uuid.UUID(int=99)), np.ones(DIMENSION + 1, dtype=np.float32), SPARSE.document("x"), {})
+    with pytest.raises(Exception):  # noqa: B017 (Edge's refusal, whatever its type)
+        index.upsert([again, wrong])
+    _agrees(index)  # a batch cut short may have landed in part: either way the hits say what the shard does
     index.close()
