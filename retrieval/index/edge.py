@@ -13,8 +13,7 @@ from __future__ import annotations
 import json
 import shutil
 import threading
-import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +38,13 @@ from .base import (
     graph_threshold_kib,
     ranking_fields,
 )
+from .edge_ranked import PointKey, RankedFields, hit_key, point_key, upserted
 
 __all__ = ["EdgeIndex", "remove_shards", "shards_exist"]
 
 # A rebuild that has to replay more points than this gives up: its shard is too far behind to be worth
 # it, and the journal holds every point's vectors until it is replayed.
 JOURNAL_LIMIT = 100_000
-
-# The points whose ranking fields a shard keeps in memory (`_Ranked`), the longest kept going first:
-# ~300 bytes each, 30 MB at the limit.
-RANKED_LIMIT = 100_000
 
 # New shards keep their vectors as float16 by default (`index_vector_datatype`): 39 % less resident
 # memory and 29 % less disk than float32 at 200,000 points, for no measured loss of recall
@@ -145,68 +141,6 @@ def remove_shards(home: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-PointKey = int | str  # a point's id as a key: a UUID's 128-bit number (memory ids are UUIDs)
-
-
-def _key(point_id: str) -> int | None:
-    """The key of the point `point_id` in `_Ranked`; None for an id that is not a UUID (never kept)."""
-    try:
-        return uuid.UUID(point_id).int
-    except ValueError:
-        return None
-
-
-def _hit_key(point_id: uuid.UUID | int | str) -> PointKey:
-    """The key of a point as Edge returns it (a UUID, or an id that is not one, then never kept)."""
-    return point_id.int if isinstance(point_id, uuid.UUID) else point_id
-
-
-class _Ranked:
-    """The ranking fields (base.py RANKING_FIELDS) of a shard's points, kept in memory so that a search
-    reads no payload: Edge decodes a point's whole stored payload to hand back any field of it, ~4.5 us
-    a hit, 0.45 of the 1.2 ms a two-channel search of 50 + 50 hits took in Edge at 10,000 memories
-    (docs/evaluation.md, "Ranking fields in memory"). Keyed by the id as Edge returns it, the value
-    is the id's text and the fields, as `IndexHit` takes them.
-
-    One process owns a data dir (storage/data_dir.py) and every write to the shard passes through
-    `EdgeIndex._write`, which tells this (`written`) after the shard has it: an upsert's fields are
-    known, a payload change or a delete drops the point. A search that missed points reads their
-    payloads from the shard and keeps them (`fill`) only if no write came after it started (`writes`):
-    a payload read before a write must not outlive it."""
-
-    __slots__ = ("_fields", "_lock", "writes")
-
-    def __init__(self) -> None:
-        self._fields: dict[PointKey, tuple[str, RankingFields]] = {}
-        self._lock = threading.Lock()
-        self.writes = 0
-
-    def entries(self, keys: Iterable[PointKey]) -> dict[PointKey, tuple[str, RankingFields]]:
-        """The entries this holds of `keys`."""
-        fields = self._fields
-        return {key: entry for key in keys if (entry := fields.get(key)) is not None}
-
-    def written(self, known: Iterable[tuple[PointKey, tuple[str, RankingFields]]], dropped: Iterable[PointKey]) -> None:
-        with self._lock:
-            self.writes += 1
-            for key in dropped:
-                self._fields.pop(key, None)
-            self._keep(known)
-
-    def fill(self, found: Iterable[tuple[PointKey, tuple[str, RankingFields]]], since: int) -> None:
-        with self._lock:
-            if self.writes == since:
-                self._keep(found)
-
-    def _keep(self, entries: Iterable[tuple[PointKey, tuple[str, RankingFields]]]) -> None:
-        fields = self._fields
-        for key, entry in entries:
-            fields.pop(key, None)  # to the back of the line
-            fields[key] = entry
-        while len(fields) > RANKED_LIMIT:
-            del fields[next(iter(fields))]
-
-
 class _Live:
     """The shard requests read from. Readers take a reference first (`live = self._live`), so a shard
     that `install` replaced stays open until the last reader lets go; then it goes, still open, to
@@ -219,7 +153,7 @@ class _Live:
         self.shard = shard
         self.path = path
         self.layout = _stored_layout(path) or "rescore"
-        self.ranked = _Ranked()  # a new shard, an empty memory of its fields
+        self.ranked = RankedFields()  # a new shard, an empty memory of its fields
         self.on_retired: Callable[[qe.EdgeShard, Path], None] | None = None
 
     def __del__(self) -> None:
@@ -289,16 +223,16 @@ def _dense_request(layout: str, vector: list[float], condition: qe.Filter, limit
 
 
 def _hits(live: _Live, results: Sequence[Sequence[qe.ScoredPoint]], since: int) -> list[list[IndexHit]]:
-    """Each request's points as hits, their fields from memory (`_Ranked`); the payloads of the points
+    """Each request's points as hits, their fields from memory (`RankedFields`); the payloads of the points
     it lacks are read from the shard in one request, and kept if no write came `since` the search began.
     A point deleted between the search and that read is left out."""
     # `point.id` makes a new UUID at each reading: read once
-    scored = [[(_hit_key(pid), pid, point.score) for point in result for pid in (point.id,)] for result in results]
+    scored = [[(hit_key(pid), pid, point.score) for point in result for pid in (point.id,)] for result in results]
     known = live.ranked.entries(key for row in scored for key, _, _ in row)
     missing = {key: point_id for row in scored for key, point_id, _ in row if key not in known}
     if missing:
         records = live.shard.retrieve(list(missing.values()), with_payload=RANKING_FIELDS, with_vector=False)
-        found = {_hit_key(r.id): (str(r.id), ranking_fields(r.payload)) for r in records}
+        found = {hit_key(r.id): (str(r.id), ranking_fields(r.payload)) for r in records}
         live.ranked.fill(found.items(), since)
         known.update(found)
     return [
@@ -451,12 +385,7 @@ class EdgeIndex:
         def operation(layout: str) -> qe.UpdateOperation:
             return qe.UpdateOperation.upsert_points([qe.Point(p.id, _vectors(p, layout), p.payload) for p in points])
 
-        known = [
-            (key, (str(uuid.UUID(int=key)), ranking_fields(p.payload)))
-            for p in points
-            if (key := _key(p.id)) is not None
-        ]  # the id as a hit spells it
-        self._write("upsert", operation, len(points), known=known)
+        self._write("upsert", operation, len(points), known=upserted(points))
 
     def set_payloads(self, payloads: Sequence[tuple[str, dict[str, Any]]]) -> None:
         for point_id, payload in payloads:
@@ -477,10 +406,10 @@ class EdgeIndex:
         """Apply one operation, made for the layout of the shard in use, and journal it while a rebuild
         runs (in the same order, under the same lock: `install` replays exactly what this shard received,
         made for the new shard's layout, which a rebuild may have changed). The shard's ranking fields
-        in memory then learn the `known` points' and forget the `dropped` ones' (`_Ranked`)."""
+        in memory then learn the `known` points' and forget the `dropped` ones' (`RankedFields`)."""
         with self._lock, map_edge_faults():
             ranked = self._live.ranked
-            forgotten = [key for point_id in dropped if (key := _key(point_id)) is not None]
+            forgotten = [key for point_id in dropped if (key := point_key(point_id)) is not None]
             try:
                 self._shard.update(operation(self._live.layout))
             except BaseException:

@@ -1,5 +1,5 @@
 """An Edge search reads no payload: the ranking fields of a shard's points are kept in memory
-(retrieval/index/edge.py `_Ranked`), learnt from each upsert and read from the shard for the points a
+(retrieval/index/edge_ranked.py `RankedFields`), learnt from each upsert and read from the shard for the points a
 search finds it lacks. Whatever it holds, a hit carries what the shard's payload says now: after an
 upsert, a payload change, a delete, a reopen (nothing in memory) and a rebuild's install."""
 
@@ -130,7 +130,7 @@ def test_a_rebuilt_shard_answers_with_the_writes_replayed_into_it(tmp_path: Path
 
 
 def test_a_payload_read_before_a_change_is_not_kept_past_it(tmp_path: Path) -> None:
-    """The race `_Ranked.fill` guards against, played in order: a search reads a point's payload from
+    """The race `RankedFields.fill` guards against, played in order: a search reads a point's payload from
     the shard, a payload change lands and drops the point from memory, and only then does the search
     keep what it read. Kept, the stale importance would answer every later search."""
     index = EdgeIndex(tmp_path / "index", DIMENSION)
