@@ -20,8 +20,9 @@ from .base import (
     payload_for,
     point_for,
 )
-from .edge import DATATYPES as EDGE_DATATYPES
-from .edge import EdgeIndex, remove_shards, shards_exist
+from .edge import EdgeIndex
+from .edge_files import DATATYPES as EDGE_DATATYPES
+from .edge_files import remove_shards, shards_exist
 from .factory import open_index
 
 if TYPE_CHECKING:

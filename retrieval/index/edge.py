@@ -10,7 +10,6 @@ meanwhile (`begin_rebuild`), and `install` replays them into the new shard and s
 
 from __future__ import annotations
 
-import json
 import shutil
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -38,107 +37,24 @@ from .base import (
     graph_threshold_kib,
     ranking_fields,
 )
+from .edge_files import (
+    DATATYPES,
+    builds_counts,
+    current_generation,
+    fresh_file,
+    generations,
+    pointer_file,
+    remove_shards,
+    stored_datatype,
+    stored_layout,
+)
 from .edge_ranked import PointKey, RankedFields, hit_key, point_key, upserted
 
-__all__ = ["EdgeIndex", "remove_shards", "shards_exist"]
+__all__ = ["EdgeIndex"]
 
 # A rebuild that has to replay more points than this gives up: its shard is too far behind to be worth
 # it, and the journal holds every point's vectors until it is replayed.
 JOURNAL_LIMIT = 100_000
-
-# New shards keep their vectors as float16 by default (`index_vector_datatype`): 39 % less resident
-# memory and 29 % less disk than float32 at 200,000 points, for no measured loss of recall
-# (docs/evaluation.md, "What Qdrant Edge's settings change"). Edge refuses to open a shard with
-# another datatype than it was made with, so a shard keeps its own (`_stored_datatype`): a float32
-# shard of an earlier release opens as such and takes the setting when it is next built (the upkeep's
-# rebuild, `xmemo reindex`).
-DATATYPES = {
-    "float32": qe.VectorStorageDatatype.Float32,
-    "float16": qe.VectorStorageDatatype.Float16,
-    "uint8": qe.VectorStorageDatatype.Uint8,
-}
-
-
-def _pointer(home: Path) -> Path:
-    return home.with_name(home.name + ".current")
-
-
-def _fresh_file(home: Path) -> Path:
-    """Where a clean close leaves `writes_since_build` (the shard's own counts miss deletes and updates)."""
-    return home.with_name(home.name + ".fresh")
-
-
-def _builds_counts(home: Path) -> list[Path]:
-    """The counts a build child's own close left beside its generation (`index.3.fresh`): the server keeps
-    its count in `home`'s file alone, so these are never read and go once the build is over."""
-    found = []
-    for path in home.parent.glob(home.name + ".*.fresh"):
-        if path.name[len(home.name) + 1 : -len(".fresh")].isdigit():
-            found.append(path)
-    return found
-
-
-def _generations(home: Path) -> list[Path]:
-    """Every generation directory of the shard at `home`, the first (`home` itself) included."""
-    found = [home] if home.exists() else []
-    for path in home.parent.glob(home.name + ".*"):
-        suffix = path.name[len(home.name) + 1 :]
-        if suffix.isdigit() and path.is_dir():
-            found.append(path)
-    return sorted(found, key=lambda p: int(p.name[len(home.name) + 1 :] or 0) if p != home else 0)
-
-
-def _current(home: Path) -> Path:
-    try:
-        name = _pointer(home).read_text(encoding="utf-8").strip()
-    except FileNotFoundError:
-        return home
-    generation = name[len(home.name) + 1 :] if name.startswith(home.name + ".") else ""
-    if not generation.isdigit():  # only a generation of this shard, never another path
-        return home
-    chosen = home.with_name(name)
-    return chosen if chosen.is_dir() else home
-
-
-def _stored_vectors(path: Path) -> dict[str, Any] | None:
-    """The vector params of the shard at `path` (its `edge_config.json`); None for a shard not created
-    yet or whose config is unreadable (opening it then fails as damaged, and the engine rebuilds it)."""
-    try:
-        vectors = json.loads((path / "edge_config.json").read_text(encoding="utf-8"))["vectors"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-    return vectors if isinstance(vectors, dict) and isinstance(vectors.get(DENSE), dict) else None
-
-
-def _stored_datatype(path: Path) -> str | None:
-    """The dense vectors' datatype of the shard at `path` (a config without one is Edge's default,
-    float32); None for a shard not created yet or whose config is unreadable."""
-    vectors = _stored_vectors(path)
-    if vectors is None:
-        return None
-    named = str(vectors[DENSE].get("datatype", "float32")).lower()
-    return named if named in DATATYPES else None
-
-
-def _stored_layout(path: Path) -> str | None:
-    """The dense layout of the shard at `path` (base.py LAYOUTS); None for one not created yet."""
-    vectors = _stored_vectors(path)
-    if vectors is None:
-        return None
-    return "multivector" if "multivector_config" in vectors[DENSE] else "rescore"
-
-
-def shards_exist(home: Path) -> bool:
-    return bool(_generations(home))
-
-
-def remove_shards(home: Path) -> None:
-    """Delete every generation of the shard at `home` and the pointer to the current one."""
-    for path in _generations(home):
-        shutil.rmtree(path, ignore_errors=True)
-    _pointer(home).unlink(missing_ok=True)
-    for path in [_fresh_file(home), *_builds_counts(home)]:
-        path.unlink(missing_ok=True)
 
 
 class _Live:
@@ -152,7 +68,7 @@ class _Live:
     def __init__(self, shard: qe.EdgeShard, path: Path) -> None:
         self.shard = shard
         self.path = path
-        self.layout = _stored_layout(path) or "rescore"
+        self.layout = stored_layout(path) or "rescore"
         self.ranked = RankedFields()  # a new shard, an empty memory of its fields
         self.on_retired: Callable[[qe.EdgeShard, Path], None] | None = None
 
@@ -259,11 +175,11 @@ class EdgeIndex:
         self._retired: list[tuple[qe.EdgeShard, Path]] = []
         self._retired_lock = threading.Lock()
         self.writes_since_build = 0
-        current = _current(path)
+        current = current_generation(path)
         self._live = _Live(self._open(current), current)
         self._remove_stale_generations()
         saved = self._saved_fresh()
-        _fresh_file(path).unlink(missing_ok=True)  # good for this open only: a crash from here on leaves none
+        fresh_file(path).unlink(missing_ok=True)  # good for this open only: a crash from here on leaves none
         self.writes_since_build = saved if saved is not None else self._unindexed_estimate()
 
     @property
@@ -288,16 +204,16 @@ class EdgeIndex:
     @property
     def vector_datatype(self) -> str:
         """How the shard in use stores its dense vectors ("float16", "float32")."""
-        return _stored_datatype(self.path) or self.datatype
+        return stored_datatype(self.path) or self.datatype
 
     def _config(self, path: Path) -> qe.EdgeConfig:
         """The config the shard at `path` opens (or is created) with: its own datatype and layout, or
         ours and "rescore" (base.py LAYOUTS) for a new one."""
-        named = _stored_datatype(path) or self.datatype
+        named = stored_datatype(path) or self.datatype
         datatype = DATATYPES[named]
         threshold = graph_threshold_kib(named)  # the graph's switch at the same number of vectors (base.py)
         maxsim = qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim)
-        if _stored_layout(path) == "multivector":
+        if stored_layout(path) == "multivector":
             vectors = {
                 DENSE: qe.EdgeVectorParams(
                     size=self.dimension, distance=qe.Distance.Cosine, multivector_config=maxsim, datatype=datatype
@@ -520,7 +436,7 @@ class EdgeIndex:
     def _saved_fresh(self) -> int | None:
         """The `writes_since_build` a clean close left for the generation in use, if it did."""
         try:
-            generation, count = _fresh_file(self.home).read_text(encoding="utf-8").split()
+            generation, count = fresh_file(self.home).read_text(encoding="utf-8").split()
             return int(count) if generation == self.path.name else None
         except (FileNotFoundError, ValueError):
             return None
@@ -543,8 +459,8 @@ class EdgeIndex:
     def begin_rebuild(self) -> Path:
         """Journal every write from now on; returns the empty directory the next generation is built in."""
         with self._lock:
-            generations = _generations(self.home)
-            last = max((int(p.name[len(self.home.name) + 1 :]) for p in generations if p != self.home), default=1)
+            existing = generations(self.home)
+            last = max((int(p.name[len(self.home.name) + 1 :]) for p in existing if p != self.home), default=1)
             target = self.home.with_name(f"{self.home.name}.{last + 1}")
             shutil.rmtree(target, ignore_errors=True)
             self._journal = []
@@ -555,7 +471,7 @@ class EdgeIndex:
         with self._lock:
             self._journal = None
         shutil.rmtree(target, ignore_errors=True)
-        _fresh_file(target).unlink(missing_ok=True)
+        fresh_file(target).unlink(missing_ok=True)
 
     def install(self, target: Path) -> int | None:
         """Open the shard built at `target`, replay the writes journaled since `begin_rebuild`, and make
@@ -571,7 +487,7 @@ class EdgeIndex:
             with map_edge_faults(f"cannot open the rebuilt Qdrant Edge shard at {target}"):
                 shard = qe.EdgeShard.load(str(target), self._config(target))
                 try:
-                    layout = _stored_layout(target) or "rescore"
+                    layout = stored_layout(target) or "rescore"
                     for kind, operation, _ in journal:
                         try:
                             shard.update(operation(layout))
@@ -583,8 +499,8 @@ class EdgeIndex:
                     shard.close()
                     shutil.rmtree(target, ignore_errors=True)
                     raise
-            replace_private(_pointer(self.home), target.name + "\n")
-            _fresh_file(target).unlink(missing_ok=True)  # the child's count; the journal's is the one kept
+            replace_private(pointer_file(self.home), target.name + "\n")
+            fresh_file(target).unlink(missing_ok=True)  # the child's count; the journal's is the one kept
             old, self._live = self._live, _Live(shard, target)
             self.writes_since_build = sum(points for _, _, points in journal)
             old.on_retired = self._retire
@@ -609,10 +525,10 @@ class EdgeIndex:
 
     def _remove_stale_generations(self) -> None:
         """At open nothing reads an older generation, and a rebuild that was cut short left its own."""
-        for path in _generations(self.home):
+        for path in generations(self.home):
             if path != self.path:
                 shutil.rmtree(path, ignore_errors=True)
-        for path in _builds_counts(self.home):
+        for path in builds_counts(self.home):
             path.unlink(missing_ok=True)
 
     def reset(self) -> None:
@@ -635,5 +551,5 @@ class EdgeIndex:
             self._journal = None
             self._shard.flush()
             self._shard.close()
-            replace_private(_fresh_file(self.home), f"{self.path.name} {self.writes_since_build}\n")
+            replace_private(fresh_file(self.home), f"{self.path.name} {self.writes_since_build}\n")
         self.sweep()
