@@ -43,6 +43,7 @@ from .edge_files import (
     current_generation,
     fresh_file,
     generations,
+    next_generation,
     pointer_file,
     remove_shards,
     stored_datatype,
@@ -459,9 +460,7 @@ class EdgeIndex:
     def begin_rebuild(self) -> Path:
         """Journal every write from now on; returns the empty directory the next generation is built in."""
         with self._lock:
-            existing = generations(self.home)
-            last = max((int(p.name[len(self.home.name) + 1 :]) for p in existing if p != self.home), default=1)
-            target = self.home.with_name(f"{self.home.name}.{last + 1}")
+            target = next_generation(self.home)
             shutil.rmtree(target, ignore_errors=True)
             self._journal = []
             self._journaled_points = 0

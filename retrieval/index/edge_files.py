@@ -19,6 +19,7 @@ __all__ = [
     "current_generation",
     "fresh_file",
     "generations",
+    "next_generation",
     "pointer_file",
     "remove_shards",
     "shards_exist",
@@ -66,6 +67,13 @@ def generations(home: Path) -> list[Path]:
         if suffix.isdigit() and path.is_dir():
             found.append(path)
     return sorted(found, key=lambda p: int(p.name[len(home.name) + 1 :] or 0) if p != home else 0)
+
+
+def next_generation(home: Path) -> Path:
+    """Where the next generation of the shard at `home` is built: one past the highest there is
+    (`index.2` when there is only the first)."""
+    last = max((int(p.name[len(home.name) + 1 :]) for p in generations(home) if p != home), default=1)
+    return home.with_name(f"{home.name}.{last + 1}")
 
 
 def current_generation(home: Path) -> Path:
